@@ -1,0 +1,7 @@
+/**
+ * Auto-configuration of the idempotency starter and its configuration properties.
+ */
+@NullMarked
+package dev.idempotency.autoconfigure;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,234 @@
+package dev.idempotency.consumer;
+
+import java.lang.reflect.Method;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.InboundMessage;
+import dev.idempotency.key.MissingKeyPolicy;
+import dev.idempotency.key.RecordCoordinates;
+import dev.idempotency.key.StoredKey;
+import dev.idempotency.metrics.DecisionSource;
+import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
+import dev.idempotency.metrics.Outcome;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.kafka.support.KafkaUtils;
+import org.springframework.transaction.support.TransactionOperations;
+
+/**
+ * Makes an {@code @Idempotent} listener method apply its effects once per key: claims the
+ * key in a new transaction, invokes the method in that transaction when the key is new,
+ * and skips it when the key was processed. A failure rolls the claim back with the
+ * method's work and is rethrown to the container's error handler; a skipped duplicate
+ * returns normally, so its offset is committed.
+ */
+public final class IdempotentListenerInterceptor implements MethodInterceptor {
+
+	private static final Log logger = LogFactory.getLog(IdempotentListenerInterceptor.class);
+
+	private static final Object DUPLICATE = new Object();
+
+	private final ProcessedMessageStore store;
+
+	private final IdempotencyKeyResolver keyResolver;
+
+	private final MissingKeyPolicy missingKeyPolicy;
+
+	private final TransactionOperations transactions;
+
+	private final IdempotencyMetrics metrics;
+
+	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
+
+	/**
+	 * Create an interceptor.
+	 * @param store the store that claims keys
+	 * @param keyResolver resolves the key of each record
+	 * @param missingKeyPolicy what to do with a record without key
+	 * @param transactions runs each claim and listener invocation in a new transaction
+	 * @param metrics records each decision
+	 */
+	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
+			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics) {
+		this.store = store;
+		this.keyResolver = keyResolver;
+		this.missingKeyPolicy = missingKeyPolicy;
+		this.transactions = transactions;
+		this.metrics = metrics;
+	}
+
+	@Override
+	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
+		Listener listener = listener(invocation);
+		@Nullable Object[] arguments = invocation.getArguments();
+		ConsumerRecord<?, ?> record = currentRecord(arguments, listener.method());
+		String key = this.keyResolver.resolve(new InboundMessage(record, listener.method().payload(arguments, record),
+				listener.method().method(), listener.method().idempotent()));
+		if (key == null || key.isBlank()) {
+			key = keyForMissing(record, listener, arguments);
+			if (key == null) {
+				return null;
+			}
+		}
+		ProcessedMessage message = new ProcessedMessage(scope(listener.method()), StoredKey.of(key), record.topic(),
+				record.partition(), record.offset());
+		return claimAndProceed(invocation, listener, message, arguments);
+	}
+
+	private @Nullable Object claimAndProceed(MethodInvocation invocation, Listener listener,
+			ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
+		Object result;
+		try {
+			result = this.transactions.execute((status) -> {
+				long start = System.nanoTime();
+				boolean claimed = this.store.claim(message);
+				listener.metrics().claim(System.nanoTime() - start);
+				if (!claimed) {
+					return DUPLICATE;
+				}
+				try {
+					return invocation.proceed();
+				}
+				catch (RuntimeException | Error ex) {
+					throw ex;
+				}
+				catch (Throwable ex) {
+					throw new CheckedListenerException(ex);
+				}
+			});
+		}
+		catch (CheckedListenerException ex) {
+			failed(listener, message, ex.getCause());
+			throw ex.getCause();
+		}
+		catch (RuntimeException | Error ex) {
+			failed(listener, message, ex);
+			throw ex;
+		}
+		if (result == DUPLICATE) {
+			listener.metrics().message(Outcome.DUPLICATE, DecisionSource.STORE);
+			if (logger.isDebugEnabled()) {
+				logger.debug("Skipped duplicate " + describe(message) + " for " + listener.method().name());
+			}
+			acknowledge(listener, arguments);
+			return null;
+		}
+		listener.metrics().message(Outcome.PROCESSED, DecisionSource.STORE);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Processed " + describe(message) + " in " + listener.method().name());
+		}
+		return result;
+	}
+
+	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, Listener listener,
+			@Nullable Object[] arguments) {
+		switch (this.missingKeyPolicy) {
+			case RECORD_COORDINATES:
+				return RecordCoordinates.keyOf(record);
+			case SKIP:
+				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
+				logger.warn("Skipped record " + record.topic() + "-" + record.partition() + "@" + record.offset()
+						+ " without idempotency key in " + listener.method().name()
+						+ " (idempotency.missing-key=skip)");
+				acknowledge(listener, arguments);
+				return null;
+			default:
+				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
+				throw new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
+						listener.method().name());
+		}
+	}
+
+	private void failed(Listener listener, ProcessedMessage message, Throwable ex) {
+		listener.metrics().message(Outcome.FAILED, DecisionSource.STORE);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Rolled back " + describe(message) + " in " + listener.method().name() + ": " + ex);
+		}
+	}
+
+	private String scope(ListenerMethod method) {
+		String scope = method.idempotent().scope();
+		if (scope.isEmpty()) {
+			scope = KafkaUtils.getConsumerGroupId();
+		}
+		if (scope == null || scope.isEmpty()) {
+			scope = method.name();
+		}
+		return StoredKey.of(scope);
+	}
+
+	private Listener listener(MethodInvocation invocation) {
+		Method method = invocation.getMethod();
+		Listener listener = this.listeners.get(method);
+		if (listener == null) {
+			Object target = invocation.getThis();
+			Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : method.getDeclaringClass();
+			ListenerMethod described = ListenerMethod.describe(AopUtils.getMostSpecificMethod(method, targetClass),
+					targetClass);
+			listener = this.listeners.computeIfAbsent(method,
+					(key) -> new Listener(described, this.metrics.listener(described.name(), this.store.name())));
+		}
+		return listener;
+	}
+
+	private static ConsumerRecord<?, ?> currentRecord(@Nullable Object[] arguments, ListenerMethod method) {
+		for (Object argument : arguments) {
+			if (argument instanceof ConsumerRecord<?, ?> record) {
+				return record;
+			}
+		}
+		ConsumerRecord<?, ?> record = CurrentRecord.get();
+		if (record == null) {
+			throw new IllegalStateException("No Kafka record is bound to the thread invoking @Idempotent method "
+					+ method.name() + "; it must be invoked by a listener container created by a Spring "
+					+ "KafkaListenerContainerFactory bean, or take the ConsumerRecord as a parameter");
+		}
+		return record;
+	}
+
+	private static void acknowledge(Listener listener, @Nullable Object[] arguments) {
+		// With manual acknowledgment the listener would have acknowledged; it was not
+		// invoked, so acknowledge for it, or the offset would never be committed.
+		Acknowledgment acknowledgment = listener.method().acknowledgment(arguments);
+		if (acknowledgment != null) {
+			acknowledgment.acknowledge();
+		}
+	}
+
+	private static String describe(ProcessedMessage message) {
+		return message.topic() + "-" + message.partition() + "@" + message.offset() + " (scope " + message.scope()
+				+ ")";
+	}
+
+	private record Listener(ListenerMethod method, ListenerMetrics metrics) {
+	}
+
+	private static final class CheckedListenerException extends RuntimeException {
+
+		private static final long serialVersionUID = 1L;
+
+		CheckedListenerException(Throwable cause) {
+			super(cause);
+		}
+
+		@Override
+		public synchronized Throwable getCause() {
+			return super.getCause();
+		}
+
+	}
+
+}
