@@ -1,0 +1,140 @@
+package dev.idempotency.test;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Map;
+import java.util.Properties;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.testcontainers.DockerClientFactory;
+import org.testcontainers.kafka.KafkaContainer;
+import org.testcontainers.postgresql.PostgreSQLContainer;
+
+import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
+
+/**
+ * The real servers the integration tests talk to, started once per JVM: from
+ * Testcontainers when a Docker engine answers, else embedded (zonky PostgreSQL and
+ * spring-kafka's KRaft broker), always on random ports.
+ */
+public final class TestInfrastructure {
+
+	private static Postgres postgres;
+
+	private static String kafka;
+
+	private TestInfrastructure() {
+	}
+
+	/**
+	 * Connection settings of the PostgreSQL server.
+	 * @return the settings
+	 */
+	public static synchronized Postgres postgres() {
+		if (postgres == null) {
+			postgres = docker() ? containerPostgres() : embeddedPostgres();
+		}
+		return postgres;
+	}
+
+	/**
+	 * Bootstrap servers of the Kafka broker.
+	 * @return the bootstrap servers
+	 */
+	public static synchronized String kafkaBootstrapServers() {
+		if (kafka == null) {
+			kafka = docker() ? containerKafka() : embeddedKafka();
+		}
+		return kafka;
+	}
+
+	/**
+	 * Create a topic.
+	 * @param name the topic
+	 * @param partitions the number of partitions
+	 */
+	public static void createTopic(String name, int partitions) {
+		Properties properties = new Properties();
+		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafkaBootstrapServers());
+		try (Admin admin = Admin.create(properties)) {
+			admin.createTopics(java.util.List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+		}
+		catch (Exception ex) {
+			throw new IllegalStateException("Could not create topic " + name, ex);
+		}
+	}
+
+	/**
+	 * Spring Boot properties that connect an application to the servers.
+	 * @return the properties
+	 */
+	public static Map<String, Object> springProperties() {
+		Postgres pg = postgres();
+		return Map.of("spring.datasource.url", pg.jdbcUrl(), "spring.datasource.username", pg.username(),
+				"spring.datasource.password", pg.password(), "spring.kafka.bootstrap-servers",
+				kafkaBootstrapServers(), "spring.kafka.consumer.auto-offset-reset", "earliest");
+	}
+
+	private static boolean docker() {
+		try {
+			return DockerClientFactory.instance().isDockerAvailable();
+		}
+		catch (RuntimeException ex) {
+			return false;
+		}
+	}
+
+	private static Postgres embeddedPostgres() {
+		try {
+			EmbeddedPostgres server = EmbeddedPostgres.builder().start();
+			Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+				try {
+					server.close();
+				}
+				catch (IOException ex) {
+					// shutting down anyway
+				}
+			}));
+			return new Postgres(server.getJdbcUrl("postgres", "postgres"), "postgres", "postgres");
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not start embedded PostgreSQL", ex);
+		}
+	}
+
+	@SuppressWarnings("resource")
+	private static Postgres containerPostgres() {
+		PostgreSQLContainer container = new PostgreSQLContainer("postgres:17-alpine");
+		container.start();
+		return new Postgres(container.getJdbcUrl(), container.getUsername(), container.getPassword());
+	}
+
+	private static String embeddedKafka() {
+		EmbeddedKafkaKraftBroker broker = new EmbeddedKafkaKraftBroker(1, 1);
+		broker.brokerProperty("group.initial.rebalance.delay.ms", "0");
+		broker.afterPropertiesSet();
+		Runtime.getRuntime().addShutdownHook(new Thread(broker::destroy));
+		return broker.getBrokersAsString();
+	}
+
+	@SuppressWarnings("resource")
+	private static String containerKafka() {
+		KafkaContainer container = new KafkaContainer("apache/kafka:4.1.1");
+		container.start();
+		return container.getBootstrapServers();
+	}
+
+	/**
+	 * Connection settings of a PostgreSQL server.
+	 *
+	 * @param jdbcUrl the JDBC URL
+	 * @param username the user
+	 * @param password the password
+	 */
+	public record Postgres(String jdbcUrl, String username, String password) {
+	}
+
+}
