@@ -1,7 +1,10 @@
 package dev.idempotency.store;
 
+import java.sql.SQLException;
 import java.time.Duration;
 
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.util.Assert;
@@ -37,6 +40,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
 
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
+
 	private final JdbcTemplate jdbcTemplate;
 
 	private final String claimSql;
@@ -64,12 +69,24 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	public boolean claim(ProcessedMessage message) {
 		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
 				"A JDBC claim must run inside the listener's transaction");
-		int inserted = this.lockTimeout.isEmpty()
-				? this.jdbcTemplate.update(this.claimSql, message.scope(), message.key(), message.topic(),
-						message.partition(), message.offset())
-				: this.jdbcTemplate.update(this.claimSql, this.lockTimeout, message.scope(), message.key(),
-						message.topic(), message.partition(), message.offset());
-		return inserted == 1;
+		try {
+			int inserted = this.lockTimeout.isEmpty()
+					? this.jdbcTemplate.update(this.claimSql, message.scope(), message.key(), message.topic(),
+							message.partition(), message.offset())
+					: this.jdbcTemplate.update(this.claimSql, this.lockTimeout, message.scope(), message.key(),
+							message.topic(), message.partition(), message.offset());
+			return inserted == 1;
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sqlException
+					&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+				throw new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
+						+ "ms waiting for a concurrent claim of the same key in scope '" + message.scope()
+						+ "' (record " + message.topic() + "-" + message.partition() + "@" + message.offset()
+						+ "); the record will be retried", ex);
+			}
+			throw ex;
+		}
 	}
 
 	@Override

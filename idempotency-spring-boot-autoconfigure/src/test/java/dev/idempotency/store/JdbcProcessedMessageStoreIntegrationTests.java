@@ -1,0 +1,167 @@
+package dev.idempotency.store;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idempotency.test.TestInfrastructure;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.dao.PessimisticLockingFailureException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+
+/**
+ * {@link JdbcProcessedMessageStore} on a real PostgreSQL, with the shipped migration.
+ */
+class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreContractTests {
+
+	private static final TableName TABLE = new TableName(null, "contract_processed_messages");
+
+	private static HikariDataSource dataSource;
+
+	private static JdbcProcessedMessageStore store;
+
+	private static TransactionTemplate transactions;
+
+	@BeforeAll
+	static void createTable() throws IOException {
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		dataSource = new HikariDataSource();
+		dataSource.setJdbcUrl(postgres.jdbcUrl());
+		dataSource.setUsername(postgres.username());
+		dataSource.setPassword(postgres.password());
+		dataSource.setMaximumPoolSize(12);
+		String migration = new ClassPathResource("db/idempotency/postgresql/V1__processed_messages.sql")
+			.getContentAsString(StandardCharsets.UTF_8)
+			.replace("${processed_messages_table}", TABLE.qualified())
+			.replace("${processed_messages_table_name}", TABLE.table());
+		new JdbcTemplate(dataSource).execute(migration);
+		store = store(dataSource, Duration.ofSeconds(5));
+		transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+	}
+
+	@AfterAll
+	static void close() {
+		dataSource.close();
+	}
+
+	@Override
+	protected ProcessedMessageStore store() {
+		return store;
+	}
+
+	@Override
+	protected boolean claimAndComplete(ProcessedMessage message) {
+		return transactions.execute((status) -> store.claim(message));
+	}
+
+	@Override
+	protected boolean claimAndFail(ProcessedMessage message) {
+		return transactions.execute((status) -> {
+			boolean claimed = store.claim(message);
+			status.setRollbackOnly();
+			return claimed;
+		});
+	}
+
+	@Test
+	void concurrentClaimWaitsForTheFirstTransactionAndThenSeesADuplicate() throws Exception {
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean result = store.claim(message);
+			claimed.countDown();
+			await(release);
+			return result;
+		}));
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		// The second claim blocks on the unique index while the first is open.
+		Thread.sleep(300);
+		assertThat(second).isNotDone();
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(second.get(10, TimeUnit.SECONDS)).isFalse();
+	}
+
+	@Test
+	void concurrentClaimTakesTheKeyWhenTheFirstTransactionRollsBack() throws Exception {
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean result = store.claim(message);
+			claimed.countDown();
+			await(release);
+			status.setRollbackOnly();
+			return result;
+		}));
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		Thread.sleep(300);
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(second.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void concurrentClaimGivesUpAfterTheLockTimeout() throws Exception {
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean result = store.claim(message);
+			claimed.countDown();
+			await(release);
+			return result;
+		}));
+		try {
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThatExceptionOfType(PessimisticLockingFailureException.class)
+				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message)));
+		}
+		finally {
+			release.countDown();
+		}
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void refusesToClaimOutsideATransaction() {
+		assertThatIllegalStateException().isThrownBy(() -> store.claim(message("group", "no-transaction")))
+			.withMessageContaining("inside the listener's transaction");
+	}
+
+	private static JdbcProcessedMessageStore store(DataSource dataSource, Duration lockTimeout) {
+		return new JdbcProcessedMessageStore(new JdbcTemplate(dataSource), TABLE, lockTimeout);
+	}
+
+	private static void await(CountDownLatch latch) {
+		try {
+			latch.await(10, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+}
