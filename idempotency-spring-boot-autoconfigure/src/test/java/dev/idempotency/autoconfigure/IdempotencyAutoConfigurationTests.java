@@ -1,0 +1,236 @@
+package dev.idempotency.autoconfigure;
+
+import java.util.List;
+
+import javax.sql.DataSource;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.consumer.IdempotentListenerAdvisor;
+import dev.idempotency.consumer.IdempotentListenerInterceptor;
+import dev.idempotency.key.DefaultIdempotencyKeyResolver;
+import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.store.JdbcProcessedMessageStore;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
+import dev.idempotency.test.TestInfrastructure;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.flywaydb.core.Flyway;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tests for {@link IdempotencyAutoConfiguration} and
+ * {@link IdempotencyMetricsAutoConfiguration}.
+ */
+class IdempotencyAutoConfigurationTests {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(
+				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
+				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
+				IdempotencyAutoConfiguration.class, IdempotencyMetricsAutoConfiguration.class))
+		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
+				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
+				"spring.datasource.password=" + TestInfrastructure.postgres().password());
+
+	@Test
+	void configuresTheInterceptorOnTheApplicationsDataSourceAndMigratesTheTable() {
+		this.runner.run((context) -> {
+			assertThat(context).hasSingleBean(IdempotentListenerAdvisor.class)
+				.hasSingleBean(IdempotentListenerInterceptor.class)
+				.hasSingleBean(IdempotencySchemaMigration.class);
+			assertThat(context.getBean(ProcessedMessageStore.class)).isInstanceOf(JdbcProcessedMessageStore.class);
+			assertThat(context.getBean(IdempotencyKeyResolver.class))
+				.isInstanceOf(DefaultIdempotencyKeyResolver.class);
+			assertThat(tableExists(new JdbcTemplate(context.getBean(DataSource.class)), "public", "processed_messages")).isTrue();
+			assertThat(tableExists(new JdbcTemplate(context.getBean(DataSource.class)), "public", "idempotency_schema_history"))
+				.isTrue();
+		});
+	}
+
+	@Test
+	void backsOffWithoutDataSource() {
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(IdempotentListenerAdvisor.class)
+				.doesNotHaveBean(ProcessedMessageStore.class));
+	}
+
+	@Test
+	void backsOffWithoutSpringKafka() {
+		this.runner.withClassLoader(new FilteredClassLoader(KafkaListener.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(IdempotentListenerAdvisor.class)
+				.doesNotHaveBean(ProcessedMessageStore.class));
+	}
+
+	@Test
+	void backsOffWhenDisabled() {
+		this.runner.withPropertyValues("idempotency.enabled=false")
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(IdempotentListenerAdvisor.class)
+				.doesNotHaveBean(ProcessedMessageStore.class));
+	}
+
+	@Test
+	void userBeansReplaceTheDefaults() {
+		this.runner.withUserConfiguration(CustomBeans.class).run((context) -> {
+			assertThat(context).getBean(IdempotencyKeyResolver.class).isSameAs(CustomBeans.RESOLVER);
+			assertThat(context).getBean(ProcessedMessageStore.class).isSameAs(CustomBeans.STORE);
+		});
+	}
+
+	@Test
+	void recordsMetersWhenTheApplicationHasAMeterRegistry() {
+		this.runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+			.run((context) -> assertThat(context).getBean(IdempotencyMetrics.class)
+				.isInstanceOf(MicrometerIdempotencyMetrics.class));
+		this.runner.run((context) -> assertThat(context).doesNotHaveBean(IdempotencyMetrics.class));
+	}
+
+	@Test
+	void skipsTheMigrationWhenSwitchedOff() {
+		this.runner.withPropertyValues("idempotency.flyway.enabled=false")
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(IdempotencySchemaMigration.class)
+				.hasSingleBean(ProcessedMessageStore.class));
+	}
+
+	@Test
+	void skipsTheMigrationWithoutFlyway() {
+		this.runner.withClassLoader(new FilteredClassLoader(Flyway.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(IdempotencySchemaMigration.class)
+				.hasSingleBean(ProcessedMessageStore.class));
+	}
+
+	@Test
+	void migratesAConfiguredSchemaAndTable() {
+		this.runner
+			.withPropertyValues("idempotency.store.jdbc.schema=idempotency_custom",
+					"idempotency.store.jdbc.table=handled_keys")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(tableExists(new JdbcTemplate(context.getBean(DataSource.class)), "idempotency_custom", "handled_keys"))
+					.isTrue();
+			});
+	}
+
+	@Test
+	void appliesTheConfiguredAdvisorOrder() {
+		this.runner.withPropertyValues("idempotency.advisor-order=42")
+			.run((context) -> assertThat(context.getBean(IdempotentListenerAdvisor.class).getOrder()).isEqualTo(42));
+	}
+
+	@Test
+	void failsFastOnATableNameThatIsNotAnIdentifier() {
+		this.runner.withPropertyValues("idempotency.store.jdbc.table=keys; DROP TABLE accounts")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("Invalid table name 'keys; DROP TABLE accounts'"));
+	}
+
+	@Test
+	void failsFastOnAnIdempotentMethodThatIsNotAListener() {
+		this.runner.withBean(NotAListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(NotAListener.class.getName() + ".handle")
+				.hasMessageContaining("is not a @KafkaListener"));
+	}
+
+	@Test
+	void failsFastOnAKeyExpressionThatDoesNotParse() {
+		this.runner.withBean(BadExpression.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(BadExpression.class.getName() + ".on")
+				.hasMessageContaining("Invalid key expression 'payload.('"));
+	}
+
+	@Test
+	void failsFastOnABatchListener() {
+		this.runner.withBean(BatchListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(BatchListener.class.getName() + ".on")
+				.hasMessageContaining("batch listener"));
+	}
+
+	private static boolean tableExists(JdbcTemplate jdbc, String schema, String table) {
+		return Boolean.TRUE.equals(jdbc.queryForObject(
+				"SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?)",
+				Boolean.class, schema, table));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class CustomBeans {
+
+		static final IdempotencyKeyResolver RESOLVER = (message) -> "constant";
+
+		static final ProcessedMessageStore STORE = new ProcessedMessageStore() {
+
+			@Override
+			public boolean claim(ProcessedMessage message) {
+				return true;
+			}
+
+			@Override
+			public boolean isProcessed(String scope, String key) {
+				return false;
+			}
+
+		};
+
+		@Bean
+		IdempotencyKeyResolver customResolver() {
+			return RESOLVER;
+		}
+
+		@Bean
+		ProcessedMessageStore customStore() {
+			return STORE;
+		}
+
+	}
+
+	static class NotAListener {
+
+		@Idempotent
+		public void handle(String payload) {
+		}
+
+	}
+
+	static class BadExpression {
+
+		@KafkaListener(topics = "t")
+		@Idempotent(key = "payload.(")
+		public void on(String payload) {
+		}
+
+	}
+
+	static class BatchListener {
+
+		@KafkaListener(topics = "t", batch = "true")
+		@Idempotent
+		public void on(List<String> payloads) {
+		}
+
+	}
+
+}
