@@ -5,15 +5,15 @@ import java.util.Arrays;
 import javax.sql.DataSource;
 
 import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.consumer.IdempotentListenerAdvisor;
 import dev.idempotency.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.consumer.IdempotentMethodValidator;
 import dev.idempotency.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
-import dev.idempotency.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
-import org.flywaydb.core.Flyway;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
@@ -21,39 +21,38 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.ResourceTransactionManager;
+import org.springframework.transaction.support.TransactionOperations;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Auto-configuration of {@code @Idempotent} Kafka listeners on the application's
- * {@code DataSource} and {@code PlatformTransactionManager}.
+ * Auto-configuration of {@code @Idempotent} Kafka listeners: the interceptor around
+ * annotated methods, on whichever {@link ProcessedMessageStore} the application has (the
+ * JDBC or Redis store the starter configures, or its own).
  */
-@AutoConfiguration(afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+@AutoConfiguration(afterName = {
 		"org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
 		"org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
 		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
-		"org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
 		"org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration" })
-@ConditionalOnClass({ KafkaListener.class, JdbcTemplate.class, PlatformTransactionManager.class })
+@ConditionalOnClass(KafkaListener.class)
 @ConditionalOnBooleanProperty(name = "idempotency.enabled", matchIfMissing = true)
-@ConditionalOnSingleCandidate(DataSource.class)
+@ConditionalOnBean(ProcessedMessageStore.class)
 @EnableConfigurationProperties(IdempotencyProperties.class)
 @Import(IdempotencyAutoConfiguration.AutoProxyRegistrar.class)
 public final class IdempotencyAutoConfiguration {
@@ -65,25 +64,30 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
-	@ConditionalOnMissingBean
-	ProcessedMessageStore processedMessageStore(DataSource dataSource, IdempotencyProperties properties,
-			ObjectProvider<IdempotencySchemaMigration> schemaMigration) {
-		// The table must exist before the first claim.
-		schemaMigration.ifAvailable((migration) -> {
-		});
-		return new JdbcProcessedMessageStore(new JdbcTemplate(dataSource), properties.store().jdbc().tableName(),
-				properties.lockTimeout());
-	}
-
-	@Bean
 	IdempotentListenerInterceptor idempotentListenerInterceptor(ProcessedMessageStore store,
 			IdempotencyKeyResolver keyResolver, IdempotencyProperties properties, ListableBeanFactory beanFactory,
-			DataSource dataSource, ObjectProvider<IdempotencyMetrics> metrics) {
-		PlatformTransactionManager transactionManager = transactionManager(beanFactory, properties, dataSource);
-		TransactionTemplate transactions = new TransactionTemplate(transactionManager);
-		transactions.setPropagationBehavior(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
+			ObjectProvider<DataSource> dataSource, ObjectProvider<IdempotencyMetrics> metrics,
+			ObjectProvider<ProcessedKeyCache> cache) {
+		PlatformTransactionManager transactionManager = transactionManager(beanFactory, properties);
+		TransactionOperations transactions;
+		if (transactionManager != null) {
+			checkSameDataSource(transactionManager, store, dataSource.getIfUnique());
+			TransactionTemplate template = new TransactionTemplate(transactionManager);
+			template.setPropagationBehavior(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
+			transactions = template;
+		}
+		else if (store.joinsTransaction()) {
+			throw new IllegalStateException("@Idempotent listeners on the " + store.name() + " store need one "
+					+ "PlatformTransactionManager on the application's DataSource; found "
+					+ Arrays.toString(beanFactory.getBeanNamesForType(PlatformTransactionManager.class))
+					+ ". Set idempotency.transaction-manager to the name of the one to use.");
+		}
+		else {
+			transactions = TransactionOperations.withoutTransaction();
+		}
 		return new IdempotentListenerInterceptor(store, keyResolver, properties.missingKey(), transactions,
-				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE));
+				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
+				store.joinsTransaction() ? cache.getIfAvailable() : null);
 	}
 
 	@Bean
@@ -106,26 +110,23 @@ public final class IdempotencyAutoConfiguration {
 		return new IdempotentMethodValidator();
 	}
 
-	private static PlatformTransactionManager transactionManager(ListableBeanFactory beanFactory,
-			IdempotencyProperties properties, DataSource dataSource) {
-		PlatformTransactionManager transactionManager;
+	private static @Nullable PlatformTransactionManager transactionManager(ListableBeanFactory beanFactory,
+			IdempotencyProperties properties) {
 		if (properties.transactionManager() != null) {
-			transactionManager = beanFactory.getBean(properties.transactionManager(),
-					PlatformTransactionManager.class);
+			return beanFactory.getBean(properties.transactionManager(), PlatformTransactionManager.class);
 		}
-		else {
-			transactionManager = beanFactory.getBeanProvider(PlatformTransactionManager.class).getIfUnique();
-			if (transactionManager == null && beanFactory.containsBean("transactionManager")) {
-				transactionManager = beanFactory.getBean("transactionManager", PlatformTransactionManager.class);
-			}
+		PlatformTransactionManager transactionManager = beanFactory.getBeanProvider(PlatformTransactionManager.class)
+			.getIfUnique();
+		if (transactionManager == null && beanFactory.containsBean("transactionManager")) {
+			transactionManager = beanFactory.getBean("transactionManager", PlatformTransactionManager.class);
 		}
-		if (transactionManager == null) {
-			throw new IllegalStateException("@Idempotent listeners need one PlatformTransactionManager on the "
-					+ "application's DataSource; found "
-					+ Arrays.toString(beanFactory.getBeanNamesForType(PlatformTransactionManager.class))
-					+ ". Set idempotency.transaction-manager to the name of the one to use.");
-		}
-		if (transactionManager instanceof ResourceTransactionManager resourceTransactionManager
+		return transactionManager;
+	}
+
+	private static void checkSameDataSource(PlatformTransactionManager transactionManager,
+			ProcessedMessageStore store, @Nullable DataSource dataSource) {
+		if (store.joinsTransaction() && dataSource != null
+				&& transactionManager instanceof ResourceTransactionManager resourceTransactionManager
 				&& resourceTransactionManager.getResourceFactory() instanceof DataSource managed
 				&& managed != dataSource) {
 			throw new IllegalStateException("The transaction manager of @Idempotent listeners manages another "
@@ -133,26 +134,6 @@ public final class IdempotencyAutoConfiguration {
 					+ "with the listener's work. Set idempotency.transaction-manager to the one for the "
 					+ "application's DataSource.");
 		}
-		return transactionManager;
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	@ConditionalOnClass(Flyway.class)
-	@ConditionalOnBooleanProperty(name = "idempotency.flyway.enabled", matchIfMissing = true)
-	static class SchemaMigrationConfiguration {
-
-		@Bean
-		IdempotencySchemaMigration idempotencySchemaMigration(DataSource dataSource,
-				IdempotencyProperties properties) {
-			return new IdempotencySchemaMigration(dataSource, properties.store().jdbc().tableName(),
-					properties.flyway().table());
-		}
-
-		@Bean
-		static SchemaMigrationOrdering idempotencySchemaMigrationOrdering() {
-			return new SchemaMigrationOrdering();
-		}
-
 	}
 
 	/**

@@ -28,13 +28,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * runs it outside @Transactional on the same method.
  * @param store The processed-message store.
  * @param flyway The schema migrations run by the starter.
+ * @param cache The Redis cache of processed keys in front of the JDBC store.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@DefaultValue("X-Idempotency-Key") String keyHeader,
 		@DefaultValue("record-coordinates") MissingKeyPolicy missingKey, @DefaultValue("5s") Duration lockTimeout,
 		@Nullable String transactionManager, @DefaultValue(DEFAULT_ADVISOR_ORDER) int advisorOrder,
-		@DefaultValue Store store, @DefaultValue Flyway flyway) {
+		@DefaultValue Store store, @DefaultValue Flyway flyway, @DefaultValue Cache cache) {
 
 	/**
 	 * Default order of the advisor: just outside the transaction advisor, which has the
@@ -54,9 +55,83 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	/**
 	 * The processed-message store.
 	 *
+	 * @param type Where processed keys are recorded: "jdbc" (PostgreSQL, in the listener's
+	 * transaction) or "redis" (Redis alone, with leases; weaker guarantees).
 	 * @param jdbc The JDBC (PostgreSQL) store.
+	 * @param redis The Redis-only store.
 	 */
-	public record Store(@DefaultValue Jdbc jdbc) {
+	public record Store(@DefaultValue("jdbc") StoreType type, @DefaultValue Jdbc jdbc, @DefaultValue Redis redis) {
+	}
+
+	/**
+	 * Kinds of processed-message store.
+	 */
+	public enum StoreType {
+
+		/**
+		 * PostgreSQL through JDBC: claims commit with the listener's work.
+		 */
+		JDBC,
+
+		/**
+		 * Redis alone: atomic claims with owner tokens and leases.
+		 */
+		REDIS
+
+	}
+
+	/**
+	 * The Redis-only processed-message store.
+	 *
+	 * @param keyPrefix Prefix of the Redis keys the store writes.
+	 * @param lease How long a claim holds a key before another consumer may take it over.
+	 * Must exceed the longest listener invocation.
+	 * @param ttl How long a completed key is remembered.
+	 */
+	public record Redis(@DefaultValue("idempotency:") String keyPrefix, @DefaultValue("1m") Duration lease,
+			@DefaultValue("7d") Duration ttl) {
+
+		public Redis {
+			requirePositive(lease, "idempotency.store.redis.lease");
+			requirePositive(ttl, "idempotency.store.redis.ttl");
+		}
+
+	}
+
+	/**
+	 * The Redis cache of processed keys in front of the JDBC store.
+	 *
+	 * @param enabled Whether to look keys up in Redis before the database and write them
+	 * there after each commit, when the application has a Lettuce Redis connection.
+	 * @param keyPrefix Prefix of the Redis keys the cache writes.
+	 * @param ttl How long a processed key stays in the cache. Should not exceed the
+	 * database retention.
+	 * @param timeout Maximum time a lookup may take; a slower answer counts as a miss.
+	 * @param failureThreshold Number of consecutive failures after which the cache is not
+	 * asked for a while.
+	 * @param openFor How long the cache is not asked after repeated failures, before one
+	 * lookup probes it again.
+	 */
+	public record Cache(@DefaultValue("true") boolean enabled, @DefaultValue("idempotency:") String keyPrefix,
+			@DefaultValue("24h") Duration ttl, @DefaultValue("50ms") Duration timeout,
+			@DefaultValue("5") int failureThreshold, @DefaultValue("10s") Duration openFor) {
+
+		public Cache {
+			requirePositive(ttl, "idempotency.cache.ttl");
+			requirePositive(timeout, "idempotency.cache.timeout");
+			requirePositive(openFor, "idempotency.cache.open-for");
+			if (failureThreshold < 1) {
+				throw new IllegalArgumentException(
+						"idempotency.cache.failure-threshold must be at least 1, was " + failureThreshold);
+			}
+		}
+
+	}
+
+	private static void requirePositive(Duration duration, String property) {
+		if (duration.isZero() || duration.isNegative()) {
+			throw new IllegalArgumentException(property + " must be positive, was " + duration);
+		}
 	}
 
 	/**
@@ -65,11 +140,22 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param schema Schema of the processed-messages table. By default the connection's
 	 * current schema.
 	 * @param table Name of the processed-messages table.
+	 * @param retention How long processed keys are kept. A message redelivered after its
+	 * key was deleted is processed again, so keep keys longer than any redelivery or
+	 * replay can come.
+	 * @param cleanupInterval How often keys older than the retention are deleted; 0 never
+	 * deletes them.
 	 */
-	public record Jdbc(@Nullable String schema, @DefaultValue("processed_messages") String table) {
+	public record Jdbc(@Nullable String schema, @DefaultValue("processed_messages") String table,
+			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval) {
 
 		public Jdbc {
 			new TableName(schema, table);
+			requirePositive(retention, "idempotency.store.jdbc.retention");
+			if (cleanupInterval.isNegative()) {
+				throw new IllegalArgumentException(
+						"idempotency.store.jdbc.cleanup-interval must not be negative, was " + cleanupInterval);
+			}
 		}
 
 		/**

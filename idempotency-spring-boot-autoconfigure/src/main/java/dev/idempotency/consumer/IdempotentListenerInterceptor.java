@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
+import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.key.MissingKeyPolicy;
 import dev.idempotency.key.RecordCoordinates;
 import dev.idempotency.key.StoredKey;
@@ -14,6 +15,7 @@ import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
 import dev.idempotency.metrics.Outcome;
+import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import org.aopalliance.intercept.MethodInterceptor;
@@ -29,9 +31,10 @@ import org.springframework.kafka.support.KafkaUtils;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
- * Makes an {@code @Idempotent} listener method apply its effects once per key: claims the
- * key in a new transaction, invokes the method in that transaction when the key is new,
- * and skips it when the key was processed. A failure rolls the claim back with the
+ * Makes an {@code @Idempotent} listener method apply its effects once per key: asks the
+ * cache (when there is one), claims the key in a new transaction, invokes the method in
+ * that transaction when the key is new, and skips it when the key was processed. The
+ * cache is written only after the transaction committed. A failure rolls the claim back with the
  * method's work and is rethrown to the container's error handler; a skipped duplicate
  * returns normally, so its offset is committed.
  */
@@ -51,6 +54,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final IdempotencyMetrics metrics;
 
+	private final @Nullable ProcessedKeyCache cache;
+
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
 
 	/**
@@ -60,14 +65,17 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	 * @param missingKeyPolicy what to do with a record without key
 	 * @param transactions runs each claim and listener invocation in a new transaction
 	 * @param metrics records each decision
+	 * @param cache the cache in front of the store, or {@code null}
 	 */
 	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
-			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics) {
+			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics,
+			@Nullable ProcessedKeyCache cache) {
 		this.store = store;
 		this.keyResolver = keyResolver;
 		this.missingKeyPolicy = missingKeyPolicy;
 		this.transactions = transactions;
 		this.metrics = metrics;
+		this.cache = cache;
 	}
 
 	@Override
@@ -90,47 +98,93 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private @Nullable Object claimAndProceed(MethodInvocation invocation, Listener listener,
 			ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
+		ProcessedKeyCache cache = this.cache;
+		if (cache != null && cache.isProcessed(message.scope(), message.key())) {
+			return duplicate(listener, message, arguments, DecisionSource.CACHE);
+		}
 		Object result;
+		Claim claim = null;
 		try {
-			result = this.transactions.execute((status) -> {
-				long start = System.nanoTime();
-				boolean claimed = this.store.claim(message);
-				listener.metrics().claim(System.nanoTime() - start);
-				if (!claimed) {
-					return DUPLICATE;
-				}
-				try {
-					return invocation.proceed();
-				}
-				catch (RuntimeException | Error ex) {
-					throw ex;
-				}
-				catch (Throwable ex) {
-					throw new CheckedListenerException(ex);
-				}
-			});
+			if (this.store.joinsTransaction()) {
+				result = this.transactions.execute((status) -> claim(listener, message).isNew()
+						? proceed(invocation) : DUPLICATE);
+			}
+			else {
+				claim = claim(listener, message);
+				result = claim.isNew() ? this.transactions.execute((status) -> proceed(invocation)) : DUPLICATE;
+			}
 		}
 		catch (CheckedListenerException ex) {
-			failed(listener, message, ex.getCause());
-			throw ex.getCause();
+			throw failed(listener, message, claim, ex.getCause());
 		}
 		catch (RuntimeException | Error ex) {
-			failed(listener, message, ex);
-			throw ex;
+			throw failed(listener, message, claim, ex);
 		}
 		if (result == DUPLICATE) {
-			listener.metrics().message(Outcome.DUPLICATE, DecisionSource.STORE);
-			if (logger.isDebugEnabled()) {
-				logger.debug("Skipped duplicate " + describe(message) + " for " + listener.method().name());
+			if (cache != null) {
+				cache.markProcessed(message.scope(), message.key());
 			}
-			acknowledge(listener, arguments);
-			return null;
+			return duplicate(listener, message, arguments, DecisionSource.STORE);
+		}
+		if (claim != null && !claim.complete()) {
+			logger.warn("Claim of " + describe(message) + " in " + listener.method().name()
+					+ " was lost before completion (lease expired and taken over); the message may have been "
+					+ "processed twice");
+		}
+		if (cache != null) {
+			cache.markProcessed(message.scope(), message.key());
 		}
 		listener.metrics().message(Outcome.PROCESSED, DecisionSource.STORE);
 		if (logger.isDebugEnabled()) {
 			logger.debug("Processed " + describe(message) + " in " + listener.method().name());
 		}
 		return result;
+	}
+
+	private Claim claim(Listener listener, ProcessedMessage message) {
+		long start = System.nanoTime();
+		Claim claim = this.store.claim(message);
+		listener.metrics().claim(System.nanoTime() - start);
+		return claim;
+	}
+
+	private static @Nullable Object proceed(MethodInvocation invocation) {
+		try {
+			return invocation.proceed();
+		}
+		catch (RuntimeException | Error ex) {
+			throw ex;
+		}
+		catch (Throwable ex) {
+			throw new CheckedListenerException(ex);
+		}
+	}
+
+	private @Nullable Object duplicate(Listener listener, ProcessedMessage message, @Nullable Object[] arguments,
+			DecisionSource source) {
+		listener.metrics().message(Outcome.DUPLICATE, source);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Skipped duplicate " + describe(message) + " for " + listener.method().name() + " ("
+					+ source.tag() + ")");
+		}
+		acknowledge(listener, arguments);
+		return null;
+	}
+
+	private Throwable failed(Listener listener, ProcessedMessage message, @Nullable Claim claim, Throwable ex) {
+		if (claim != null && claim.isNew()) {
+			try {
+				claim.release();
+			}
+			catch (RuntimeException releaseFailure) {
+				ex.addSuppressed(releaseFailure);
+			}
+		}
+		listener.metrics().message(Outcome.FAILED, DecisionSource.STORE);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Rolled back " + describe(message) + " in " + listener.method().name() + ": " + ex);
+		}
+		return ex;
 	}
 
 	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, Listener listener,
@@ -149,13 +203,6 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
 				throw new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
 						listener.method().name());
-		}
-	}
-
-	private void failed(Listener listener, ProcessedMessage message, Throwable ex) {
-		listener.metrics().message(Outcome.FAILED, DecisionSource.STORE);
-		if (logger.isDebugEnabled()) {
-			logger.debug("Rolled back " + describe(message) + " in " + listener.method().name() + ": " + ex);
 		}
 	}
 

@@ -19,7 +19,25 @@ public enum IdempotencyMeters {
 	 * Timer of the claim of a key in the store (the statement, without the listener's
 	 * work). Tags: {@code listener}, {@code store}.
 	 */
-	CLAIM("idempotency.claim");
+	CLAIM("idempotency.claim"),
+
+	/**
+	 * Counter of lookups in the cache of processed keys. Tag {@code result} = {@code hit},
+	 * {@code miss}, {@code error} (a failure, a timeout, or the breaker open: the cache gave
+	 * no answer and the store decided).
+	 */
+	CACHE_REQUESTS("idempotency.cache.requests"),
+
+	/**
+	 * Gauge: 1 while the cache breaker is open after repeated failures (the cache is not
+	 * asked), 0 otherwise.
+	 */
+	CACHE_BREAKER_OPEN("idempotency.cache.breaker.open"),
+
+	/**
+	 * Counter of processed keys deleted from the JDBC store after their retention.
+	 */
+	CLEANUP_DELETED("idempotency.cleanup.deleted");
 
 	private final String meterName;
 

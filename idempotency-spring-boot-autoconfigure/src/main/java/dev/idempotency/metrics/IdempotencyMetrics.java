@@ -1,5 +1,7 @@
 package dev.idempotency.metrics;
 
+import java.util.function.BooleanSupplier;
+
 /**
  * Records the decisions of {@code @Idempotent} listeners. The default records nothing;
  * with a Micrometer {@code MeterRegistry} the meters of {@link IdempotencyMeters} are
@@ -10,7 +12,26 @@ public interface IdempotencyMetrics {
 	/**
 	 * A recorder that records nothing.
 	 */
-	IdempotencyMetrics NONE = (listener, store) -> ListenerMetrics.NONE;
+	IdempotencyMetrics NONE = new IdempotencyMetrics() {
+
+		@Override
+		public ListenerMetrics listener(String listener, String store) {
+			return ListenerMetrics.NONE;
+		}
+
+		@Override
+		public void cacheRequest(CacheResult result) {
+		}
+
+		@Override
+		public void cacheBreaker(BooleanSupplier open) {
+		}
+
+		@Override
+		public void cleanupDeleted(long count) {
+		}
+
+	};
 
 	/**
 	 * Return the recorder of one listener. Called once per listener method; the result is
@@ -20,6 +41,24 @@ public interface IdempotencyMetrics {
 	 * @return the listener's recorder
 	 */
 	ListenerMetrics listener(String listener, String store);
+
+	/**
+	 * Count one lookup in the cache.
+	 * @param result its result
+	 */
+	void cacheRequest(CacheResult result);
+
+	/**
+	 * Expose the state of the cache's breaker.
+	 * @param open whether the breaker is open (the cache is not being asked)
+	 */
+	void cacheBreaker(BooleanSupplier open);
+
+	/**
+	 * Count processed keys deleted after their retention.
+	 * @param count the number deleted
+	 */
+	void cleanupDeleted(long count);
 
 	/**
 	 * Records the decisions of one listener.

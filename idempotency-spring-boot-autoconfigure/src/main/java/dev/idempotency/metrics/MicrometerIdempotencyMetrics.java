@@ -1,8 +1,10 @@
 package dev.idempotency.metrics;
 
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
@@ -13,17 +15,48 @@ public final class MicrometerIdempotencyMetrics implements IdempotencyMetrics {
 
 	private final MeterRegistry registry;
 
+	private final Counter[] cacheRequests;
+
+	private final Counter cleanupDeleted;
+
 	/**
 	 * Create a recorder on the given registry.
 	 * @param registry the registry
 	 */
 	public MicrometerIdempotencyMetrics(MeterRegistry registry) {
 		this.registry = registry;
+		this.cleanupDeleted = Counter.builder(IdempotencyMeters.CLEANUP_DELETED.meterName())
+			.description("Processed keys deleted after their retention")
+			.register(registry);
+		this.cacheRequests = new Counter[CacheResult.values().length];
+		for (CacheResult result : CacheResult.values()) {
+			this.cacheRequests[result.ordinal()] = Counter.builder(IdempotencyMeters.CACHE_REQUESTS.meterName())
+				.description("Lookups of processed keys in the cache, by result")
+				.tag("result", result.tag())
+				.register(registry);
+		}
 	}
 
 	@Override
 	public ListenerMetrics listener(String listener, String store) {
 		return new MicrometerListenerMetrics(this.registry, listener, store);
+	}
+
+	@Override
+	public void cacheRequest(CacheResult result) {
+		this.cacheRequests[result.ordinal()].increment();
+	}
+
+	@Override
+	public void cleanupDeleted(long count) {
+		this.cleanupDeleted.increment(count);
+	}
+
+	@Override
+	public void cacheBreaker(BooleanSupplier open) {
+		Gauge.builder(IdempotencyMeters.CACHE_BREAKER_OPEN.meterName(), () -> open.getAsBoolean() ? 1 : 0)
+			.description("Whether the cache breaker is open (1): the cache is not being asked")
+			.register(this.registry);
 	}
 
 	private static final class MicrometerListenerMetrics implements ListenerMetrics {

@@ -66,7 +66,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	}
 
 	@Override
-	public boolean claim(ProcessedMessage message) {
+	public Claim claim(ProcessedMessage message) {
 		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
 				"A JDBC claim must run inside the listener's transaction");
 		try {
@@ -75,7 +75,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 							message.partition(), message.offset())
 					: this.jdbcTemplate.update(this.claimSql, this.lockTimeout, message.scope(), message.key(),
 							message.topic(), message.partition(), message.offset());
-			return inserted == 1;
+			return (inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
 			if (ex.getMostSpecificCause() instanceof SQLException sqlException

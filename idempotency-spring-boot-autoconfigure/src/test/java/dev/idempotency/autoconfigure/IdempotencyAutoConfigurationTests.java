@@ -12,6 +12,7 @@ import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
 import dev.idempotency.store.JdbcProcessedMessageStore;
+import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import dev.idempotency.test.TestInfrastructure;
@@ -40,7 +41,8 @@ class IdempotencyAutoConfigurationTests {
 		.withConfiguration(AutoConfigurations.of(
 				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
 				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencyMetricsAutoConfiguration.class))
+				IdempotencyAutoConfiguration.class, IdempotencyJdbcStoreAutoConfiguration.class,
+				IdempotencyRedisAutoConfiguration.class, IdempotencyMetricsAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
 				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
 				"spring.datasource.password=" + TestInfrastructure.postgres().password());
@@ -62,7 +64,9 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void backsOffWithoutDataSource() {
-		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class))
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
 			.run((context) -> assertThat(context).hasNotFailed()
 				.doesNotHaveBean(IdempotentListenerAdvisor.class)
 				.doesNotHaveBean(ProcessedMessageStore.class));
@@ -184,8 +188,8 @@ class IdempotencyAutoConfigurationTests {
 		static final ProcessedMessageStore STORE = new ProcessedMessageStore() {
 
 			@Override
-			public boolean claim(ProcessedMessage message) {
-				return true;
+			public Claim claim(ProcessedMessage message) {
+				return Claim.NEW;
 			}
 
 			@Override

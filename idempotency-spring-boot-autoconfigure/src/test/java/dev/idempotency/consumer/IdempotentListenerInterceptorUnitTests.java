@@ -12,6 +12,7 @@ import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.key.MissingKeyPolicy;
 import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -138,7 +139,7 @@ class IdempotentListenerInterceptorUnitTests {
 		factory.setProxyTargetClass(true);
 		factory.addAdvisor(new IdempotentListenerAdvisor(() -> new IdempotentListenerInterceptor(this.store,
 				new DefaultIdempotencyKeyResolver("X-Idempotency-Key"), policy,
-				TransactionOperations.withoutTransaction(), new MicrometerIdempotencyMetrics(this.registry)), 0));
+				TransactionOperations.withoutTransaction(), new MicrometerIdempotencyMetrics(this.registry), null), 0));
 		return (Listener) factory.getProxy();
 	}
 
@@ -193,8 +194,8 @@ class IdempotentListenerInterceptorUnitTests {
 		final Set<String> claimed = ConcurrentHashMap.newKeySet();
 
 		@Override
-		public boolean claim(ProcessedMessage message) {
-			return this.claimed.add(message.scope() + "|" + message.key());
+		public Claim claim(ProcessedMessage message) {
+			return this.claimed.add(message.scope() + "|" + message.key()) ? Claim.NEW : Claim.DUPLICATE;
 		}
 
 		@Override

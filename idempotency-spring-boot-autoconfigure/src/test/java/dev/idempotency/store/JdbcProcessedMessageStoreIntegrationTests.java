@@ -69,13 +69,13 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 
 	@Override
 	protected boolean claimAndComplete(ProcessedMessage message) {
-		return transactions.execute((status) -> store.claim(message));
+		return transactions.execute((status) -> store.claim(message).isNew());
 	}
 
 	@Override
 	protected boolean claimAndFail(ProcessedMessage message) {
 		return transactions.execute((status) -> {
-			boolean claimed = store.claim(message);
+			boolean claimed = store.claim(message).isNew();
 			status.setRollbackOnly();
 			return claimed;
 		});
@@ -87,7 +87,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
 		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message);
+			boolean result = store.claim(message).isNew();
 			claimed.countDown();
 			await(release);
 			return result;
@@ -108,7 +108,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
 		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message);
+			boolean result = store.claim(message).isNew();
 			claimed.countDown();
 			await(release);
 			status.setRollbackOnly();
@@ -129,7 +129,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
 		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message);
+			boolean result = store.claim(message).isNew();
 			claimed.countDown();
 			await(release);
 			return result;
@@ -137,7 +137,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		try {
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 			assertThatExceptionOfType(PessimisticLockingFailureException.class)
-				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message)));
+				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message).isNew()));
 		}
 		finally {
 			release.countDown();
