@@ -47,10 +47,16 @@ final class CacheBreaker {
 		return this.open;
 	}
 
-	void success() {
+	/**
+	 * Record a success.
+	 * @return whether the breaker was open (the success was a probe that closed it)
+	 */
+	boolean success() {
 		this.failures.set(0);
-		this.open = false;
 		this.probing.set(false);
+		boolean wasOpen = this.open;
+		this.open = false;
+		return wasOpen;
 	}
 
 	void failure() {

@@ -86,7 +86,9 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		RedisFuture<Long> exists = redis.exists(this.keys.bytesOf(scope, key));
 		try {
 			Long count = exists.get(this.timeoutNanos, TimeUnit.NANOSECONDS);
-			this.breaker.success();
+			if (this.breaker.success()) {
+				logger.info("Redis cache of processed keys answers again");
+			}
 			boolean hit = count != null && count > 0;
 			this.metrics.cacheRequest(hit ? CacheResult.HIT : CacheResult.MISS);
 			return hit;

@@ -6,6 +6,8 @@ import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.cache.RedisProcessedMessageStore;
 import dev.idempotency.consumer.IdempotentListenerAdvisor;
 import dev.idempotency.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
@@ -20,9 +22,13 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -35,6 +41,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Tests for {@link IdempotencyAutoConfiguration} and
  * {@link IdempotencyMetricsAutoConfiguration}.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class IdempotencyAutoConfigurationTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
@@ -136,6 +143,56 @@ class IdempotencyAutoConfigurationTests {
 	void appliesTheConfiguredAdvisorOrder() {
 		this.runner.withPropertyValues("idempotency.advisor-order=42")
 			.run((context) -> assertThat(context.getBean(IdempotentListenerAdvisor.class).getOrder()).isEqualTo(42));
+	}
+
+	@Test
+	void putsARedisCacheInFrontOfTheJdbcStoreWhenTheApplicationHasRedis() {
+		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.run((context) -> {
+				assertThat(context).hasSingleBean(ProcessedKeyCache.class);
+				assertThat(context.getBean(ProcessedMessageStore.class)).isInstanceOf(JdbcProcessedMessageStore.class);
+			});
+	}
+
+	@Test
+	void usesNoCacheWhenSwitchedOff() {
+		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.cache.enabled=false")
+			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedKeyCache.class));
+	}
+
+	@Test
+	void usesRedisAsTheStoreWhenChosen() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
+			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.store.type=redis")
+			.run((context) -> {
+				assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedKeyCache.class);
+				assertThat(context.getBean(ProcessedMessageStore.class))
+					.isInstanceOf(RedisProcessedMessageStore.class);
+				assertThat(context).hasSingleBean(IdempotentListenerInterceptor.class);
+			});
+	}
+
+	@Test
+	void warnsWhenTheCacheWouldOutliveTheDatabaseRetention(CapturedOutput output) {
+		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.cache.ttl=10d", "idempotency.store.jdbc.retention=7d")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("idempotency.cache.ttl (PT240H) exceeds idempotency.store.jdbc.retention");
+			});
+	}
+
+	@Test
+	void failsFastOnABadDuration() {
+		this.runner.withPropertyValues("idempotency.cache.timeout=0s")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("idempotency.cache.timeout must be positive"));
 	}
 
 	@Test

@@ -11,7 +11,9 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
 import dev.idempotency.test.TestInfrastructure;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -143,6 +145,23 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 			release.countDown();
 		}
 		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void cleanupDeletesKeysOlderThanTheRetentionOnly() {
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		String old = "old-" + UUID.randomUUID();
+		String fresh = "fresh-" + UUID.randomUUID();
+		claimAndComplete(message("cleanup", old));
+		claimAndComplete(message("cleanup", fresh));
+		jdbc.update("UPDATE " + TABLE + " SET processed_at = now() - interval '8 days' WHERE idempotency_key = ?", old);
+		SimpleMeterRegistry registry = new SimpleMeterRegistry();
+		ProcessedMessageCleanup cleanup = new ProcessedMessageCleanup(jdbc, TABLE, Duration.ofDays(7),
+				Duration.ofHours(1), new MicrometerIdempotencyMetrics(registry));
+		assertThat(cleanup.deleteExpired()).isGreaterThanOrEqualTo(1);
+		assertThat(store.isProcessed("cleanup", old)).isFalse();
+		assertThat(store.isProcessed("cleanup", fresh)).isTrue();
+		assertThat(registry.get("idempotency.cleanup.deleted").counter().count()).isGreaterThanOrEqualTo(1.0);
 	}
 
 	@Test
