@@ -2,6 +2,9 @@ package dev.idempotency.cache;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -80,7 +83,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 	public boolean isProcessed(String scope, String key) {
 		RedisClusterAsyncCommands<byte[], byte[]> redis = commands();
 		if (redis == null || !this.breaker.allowRequest()) {
-			this.metrics.cacheRequest(CacheResult.ERROR);
+			this.metrics.cacheRequests(CacheResult.ERROR, 1);
 			return false;
 		}
 		RedisFuture<Long> exists = redis.exists(this.keys.bytesOf(scope, key));
@@ -90,7 +93,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 				logger.info("Redis cache of processed keys answers again");
 			}
 			boolean hit = count != null && count > 0;
-			this.metrics.cacheRequest(hit ? CacheResult.HIT : CacheResult.MISS);
+			this.metrics.cacheRequests(hit ? CacheResult.HIT : CacheResult.MISS, 1);
 			return hit;
 		}
 		catch (InterruptedException ex) {
@@ -101,6 +104,60 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			failed(exists, ex);
 		}
 		return false;
+	}
+
+	/**
+	 * Look all keys up in one pipelined round trip: the {@code EXISTS} commands are all
+	 * written before any answer is awaited, and the whole batch shares one timeout.
+	 */
+	@Override
+	public boolean[] areProcessed(String scope, List<String> keys) {
+		boolean[] processed = new boolean[keys.size()];
+		RedisClusterAsyncCommands<byte[], byte[]> redis = commands();
+		if (redis == null || !this.breaker.allowRequest()) {
+			this.metrics.cacheRequests(CacheResult.ERROR, keys.size());
+			return processed;
+		}
+		List<RedisFuture<Long>> answers = new ArrayList<>(keys.size());
+		for (String key : keys) {
+			answers.add(redis.exists(this.keys.bytesOf(scope, key)));
+		}
+		long deadline = System.nanoTime() + this.timeoutNanos;
+		int hits = 0;
+		for (int i = 0; i < answers.size(); i++) {
+			RedisFuture<Long> answer = answers.get(i);
+			try {
+				Long count = answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+				processed[i] = count != null && count > 0;
+				hits += processed[i] ? 1 : 0;
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return batchFailed(answers, processed, ex);
+			}
+			catch (ExecutionException | TimeoutException | RuntimeException ex) {
+				return batchFailed(answers, processed, ex);
+			}
+		}
+		if (this.breaker.success()) {
+			logger.info("Redis cache of processed keys answers again");
+		}
+		this.metrics.cacheRequests(CacheResult.HIT, hits);
+		this.metrics.cacheRequests(CacheResult.MISS, keys.size() - hits);
+		return processed;
+	}
+
+	private boolean[] batchFailed(List<RedisFuture<Long>> answers, boolean[] processed, Exception ex) {
+		answers.forEach((answer) -> answer.cancel(false));
+		boolean wasOpen = this.breaker.isOpen();
+		this.breaker.failure();
+		this.metrics.cacheRequests(CacheResult.ERROR, processed.length);
+		if (!wasOpen && this.breaker.isOpen()) {
+			logger.warn("Redis cache of processed keys is failing (" + ex
+					+ "); not asking it for a while, the store decides meanwhile");
+		}
+		Arrays.fill(processed, false);
+		return processed;
 	}
 
 	@Override
@@ -125,7 +182,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		future.cancel(false);
 		boolean wasOpen = this.breaker.isOpen();
 		this.breaker.failure();
-		this.metrics.cacheRequest(CacheResult.ERROR);
+		this.metrics.cacheRequests(CacheResult.ERROR, 1);
 		if (!wasOpen && this.breaker.isOpen()) {
 			logger.warn("Redis cache of processed keys is failing (" + ex
 					+ "); not asking it for a while, the store decides meanwhile");

@@ -27,7 +27,6 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.AopUtils;
 import org.springframework.kafka.support.Acknowledgment;
-import org.springframework.kafka.support.KafkaUtils;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
@@ -58,6 +57,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
 
+	private final BatchInvoker batches;
+
 	/**
 	 * Create an interceptor.
 	 * @param store the store that claims keys
@@ -76,12 +77,16 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		this.transactions = transactions;
 		this.metrics = metrics;
 		this.cache = cache;
+		this.batches = new BatchInvoker(store, keyResolver, missingKeyPolicy, transactions, cache);
 	}
 
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
 		Listener listener = listener(invocation);
 		@Nullable Object[] arguments = invocation.getArguments();
+		if (listener.method().isBatchInvocation()) {
+			return this.batches.invoke(invocation, listener.method(), listener.metrics());
+		}
 		ConsumerRecord<?, ?> record = currentRecord(arguments, listener.method());
 		String key = this.keyResolver.resolve(new InboundMessage(record, listener.method().payload(arguments, record),
 				listener.method().method(), listener.method().idempotent()));
@@ -91,7 +96,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				return null;
 			}
 		}
-		ProcessedMessage message = new ProcessedMessage(scope(listener.method()), StoredKey.of(key), record.topic(),
+		ProcessedMessage message = new ProcessedMessage(listener.method().scope(), StoredKey.of(key), record.topic(),
 				record.partition(), record.offset());
 		return claimAndProceed(invocation, listener, message, arguments);
 	}
@@ -148,7 +153,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		return claim;
 	}
 
-	private static @Nullable Object proceed(MethodInvocation invocation) {
+	static @Nullable Object proceed(MethodInvocation invocation) {
 		try {
 			return invocation.proceed();
 		}
@@ -206,17 +211,6 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		}
 	}
 
-	private String scope(ListenerMethod method) {
-		String scope = method.idempotent().scope();
-		if (scope.isEmpty()) {
-			scope = KafkaUtils.getConsumerGroupId();
-		}
-		if (scope == null || scope.isEmpty()) {
-			scope = method.name();
-		}
-		return StoredKey.of(scope);
-	}
-
 	private Listener listener(MethodInvocation invocation) {
 		Method method = invocation.getMethod();
 		Listener listener = this.listeners.get(method);
@@ -247,9 +241,13 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	private static void acknowledge(Listener listener, @Nullable Object[] arguments) {
+		acknowledge(listener.method(), arguments);
+	}
+
+	static void acknowledge(ListenerMethod method, @Nullable Object[] arguments) {
 		// With manual acknowledgment the listener would have acknowledged; it was not
 		// invoked, so acknowledge for it, or the offset would never be committed.
-		Acknowledgment acknowledgment = listener.method().acknowledgment(arguments);
+		Acknowledgment acknowledgment = method.acknowledgment(arguments);
 		if (acknowledgment != null) {
 			acknowledgment.acknowledge();
 		}
@@ -263,7 +261,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private record Listener(ListenerMethod method, ListenerMetrics metrics) {
 	}
 
-	private static final class CheckedListenerException extends RuntimeException {
+	static final class CheckedListenerException extends RuntimeException {
 
 		private static final long serialVersionUID = 1L;
 

@@ -7,16 +7,20 @@ import java.util.List;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.key.KeyExpressions;
+import dev.idempotency.key.StoredKey;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.core.MethodParameter;
+import org.springframework.core.ResolvableType;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.kafka.annotation.KafkaHandler;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.adapter.ConsumerRecordMetadata;
 import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.kafka.support.KafkaUtils;
 import org.springframework.messaging.Message;
 import org.springframework.messaging.handler.annotation.Header;
 import org.springframework.messaging.handler.annotation.Headers;
@@ -24,8 +28,8 @@ import org.springframework.messaging.handler.annotation.Payload;
 
 /**
  * What the interceptor needs to know of one {@code @Idempotent} listener method, worked
- * out once: its tag name, its scope and where its payload and acknowledgment are among
- * the arguments.
+ * out once: its tag name, and where its payload, batch and acknowledgment are among the
+ * arguments.
  *
  * @param method the listener method
  * @param idempotent its annotation
@@ -33,12 +37,34 @@ import org.springframework.messaging.handler.annotation.Payload;
  * @param payloadIndex the index of the payload argument, or -1 when there is none
  * @param payloadInMessage whether the payload argument is a {@link Message}
  * @param acknowledgmentIndex the index of the {@link Acknowledgment} argument, or -1
+ * @param batchIndex the index of the batch argument, or -1 for a record listener
+ * @param batchKind the shape of the batch argument, or {@code null}
  */
 record ListenerMethod(Method method, Idempotent idempotent, String name, int payloadIndex, boolean payloadInMessage,
-		int acknowledgmentIndex) {
+		int acknowledgmentIndex, int batchIndex, @Nullable BatchKind batchKind) {
 
-	private static final List<Class<?>> INFRASTRUCTURE_TYPES = List.of(ConsumerRecord.class, Acknowledgment.class,
-			Consumer.class, ConsumerRecordMetadata.class, org.apache.kafka.common.header.Headers.class);
+	private static final List<Class<?>> INFRASTRUCTURE_TYPES = List.of(ConsumerRecord.class, ConsumerRecords.class,
+			Acknowledgment.class, Consumer.class, ConsumerRecordMetadata.class,
+			org.apache.kafka.common.header.Headers.class);
+
+	/**
+	 * The shapes of batch the listener method can take.
+	 */
+	enum BatchKind {
+
+		/** {@code List<ConsumerRecord<K, V>>}. */
+		RECORD_LIST,
+
+		/** {@code ConsumerRecords<K, V>}. */
+		CONSUMER_RECORDS,
+
+		/**
+		 * {@code List<V>}: a batch when the container delivers one, else a record payload
+		 * that is a list.
+		 */
+		PAYLOAD_LIST
+
+	}
 
 	/**
 	 * Describe an annotated method, checking that it can be intercepted.
@@ -49,7 +75,6 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	 */
 	static ListenerMethod describe(Method method, Class<?> targetClass) {
 		Idempotent idempotent = AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class);
-		String name = targetClass.getSimpleName() + "." + method.getName();
 		String display = targetClass.getName() + "." + method.getName();
 		if (idempotent == null) {
 			throw new IllegalStateException(display + " is not annotated with @Idempotent");
@@ -59,13 +84,9 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 					+ " is not a @KafkaListener (or @KafkaHandler) method; only Kafka listener methods can be "
 					+ "made idempotent");
 		}
-		if (isBatch(method)) {
-			throw new IllegalStateException("@Idempotent method " + display
-					+ " is a batch listener; @Idempotent supports record listeners only");
-		}
 		if (method.getReturnType().isPrimitive() && method.getReturnType() != void.class) {
-			throw new IllegalStateException("@Idempotent method " + display + " returns "
-					+ method.getReturnType() + "; a skipped duplicate has no value to return, use void or an object");
+			throw new IllegalStateException("@Idempotent method " + display + " returns " + method.getReturnType()
+					+ "; a skipped duplicate has no value to return, use void or an object");
 		}
 		if (!idempotent.key().isEmpty()) {
 			try {
@@ -77,22 +98,71 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		}
 		int payloadIndex = -1;
 		int acknowledgmentIndex = -1;
+		int batchIndex = -1;
+		BatchKind batchKind = null;
 		Class<?>[] types = method.getParameterTypes();
 		Annotation[][] annotations = method.getParameterAnnotations();
 		for (int i = 0; i < types.length; i++) {
+			boolean header = has(annotations[i], Header.class) || has(annotations[i], Headers.class);
 			if (Acknowledgment.class.isAssignableFrom(types[i])) {
 				acknowledgmentIndex = i;
 			}
-			if (has(annotations[i], Payload.class)) {
+			else if (header && Collection.class.isAssignableFrom(types[i]) && !has(annotations[i], Headers.class)) {
+				throw new IllegalStateException("@Idempotent method " + display + " takes a list of headers ("
+						+ "parameter " + i + "); duplicates are removed from a batch, which would leave such a list "
+						+ "out of step: take List<ConsumerRecord> or ConsumerRecords instead");
+			}
+			else if (ConsumerRecords.class.isAssignableFrom(types[i])) {
+				batchIndex = i;
+				batchKind = BatchKind.CONSUMER_RECORDS;
+			}
+			else if (!header && List.class.isAssignableFrom(types[i])) {
+				Class<?> element = ResolvableType.forMethodParameter(new MethodParameter(method, i))
+					.asCollection()
+					.resolveGeneric(0);
+				if (element != null && ConsumerRecord.class.isAssignableFrom(element)) {
+					batchIndex = i;
+					batchKind = BatchKind.RECORD_LIST;
+				}
+				else if (element != null && Message.class.isAssignableFrom(element)) {
+					throw new IllegalStateException("@Idempotent method " + display + " takes List<Message<?>>, "
+							+ "which is not supported; take List<ConsumerRecord>, ConsumerRecords or List of payloads");
+				}
+				else if (batchKind == null && (payloadIndex < 0 || has(annotations[i], Payload.class))) {
+					batchIndex = i;
+					batchKind = BatchKind.PAYLOAD_LIST;
+					payloadIndex = i;
+				}
+			}
+			else if (has(annotations[i], Payload.class)) {
 				payloadIndex = i;
 			}
-			else if (payloadIndex < 0 && !has(annotations[i], Header.class) && !has(annotations[i], Headers.class)
-					&& !isInfrastructure(types[i])) {
+			else if (payloadIndex < 0 && !header && !isInfrastructure(types[i])) {
 				payloadIndex = i;
 			}
 		}
+		if (batchKind != null && batchKind != BatchKind.PAYLOAD_LIST && payloadIndex == batchIndex) {
+			payloadIndex = -1;
+		}
 		boolean payloadInMessage = payloadIndex >= 0 && Message.class.isAssignableFrom(types[payloadIndex]);
-		return new ListenerMethod(method, idempotent, name, payloadIndex, payloadInMessage, acknowledgmentIndex);
+		return new ListenerMethod(method, idempotent, targetClass.getSimpleName() + "." + method.getName(),
+				payloadIndex, payloadInMessage, acknowledgmentIndex, batchIndex, batchKind);
+	}
+
+	/**
+	 * Return the scope of this listener's keys: the annotated scope, else the consumer
+	 * group of the current consumer thread, else the listener's name.
+	 * @return the scope, fitted to the store
+	 */
+	String scope() {
+		String scope = this.idempotent.scope();
+		if (scope.isEmpty()) {
+			scope = KafkaUtils.getConsumerGroupId();
+		}
+		if (scope == null || scope.isEmpty()) {
+			scope = this.name;
+		}
+		return StoredKey.of(scope);
 	}
 
 	/**
@@ -121,23 +191,22 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		return (arguments[this.acknowledgmentIndex] instanceof Acknowledgment ack) ? ack : null;
 	}
 
+	/**
+	 * Return whether this invocation delivers a batch.
+	 * @return {@code true} for a batch
+	 */
+	boolean isBatchInvocation() {
+		if (this.batchKind == null) {
+			return false;
+		}
+		// a List of payloads is a batch only when the container delivered one
+		return this.batchKind != BatchKind.PAYLOAD_LIST || CurrentRecord.batch() != null;
+	}
+
 	private static boolean isKafkaListener(Method method, Class<?> targetClass) {
 		return AnnotatedElementUtils.hasAnnotation(method, KafkaListener.class)
 				|| (AnnotatedElementUtils.hasAnnotation(method, KafkaHandler.class)
 						&& AnnotatedElementUtils.hasAnnotation(targetClass, KafkaListener.class));
-	}
-
-	private static boolean isBatch(Method method) {
-		KafkaListener listener = AnnotatedElementUtils.findMergedAnnotation(method, KafkaListener.class);
-		if (listener != null && "true".equalsIgnoreCase(listener.batch())) {
-			return true;
-		}
-		for (Class<?> type : method.getParameterTypes()) {
-			if (ConsumerRecords.class.isAssignableFrom(type) || Collection.class.isAssignableFrom(type)) {
-				return true;
-			}
-		}
-		return false;
 	}
 
 	private static boolean isInfrastructure(Class<?> parameterType) {
@@ -146,8 +215,7 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 
 	private static boolean has(Annotation[] annotations, Class<? extends Annotation> type) {
 		for (Annotation annotation : annotations) {
-			if (type.isInstance(annotation)
-					|| AnnotatedElementUtils.hasAnnotation(annotation.annotationType(), type)) {
+			if (type.isInstance(annotation) || AnnotatedElementUtils.hasAnnotation(annotation.annotationType(), type)) {
 				return true;
 			}
 		}

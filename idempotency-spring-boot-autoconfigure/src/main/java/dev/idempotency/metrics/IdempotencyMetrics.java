@@ -20,7 +20,7 @@ public interface IdempotencyMetrics {
 		}
 
 		@Override
-		public void cacheRequest(CacheResult result) {
+		public void cacheRequests(CacheResult result, int count) {
 		}
 
 		@Override
@@ -43,10 +43,11 @@ public interface IdempotencyMetrics {
 	ListenerMetrics listener(String listener, String store);
 
 	/**
-	 * Count one lookup in the cache.
-	 * @param result its result
+	 * Count lookups in the cache.
+	 * @param result their result
+	 * @param count how many
 	 */
-	void cacheRequest(CacheResult result);
+	void cacheRequests(CacheResult result, int count);
 
 	/**
 	 * Expose the state of the cache's breaker.
@@ -71,7 +72,7 @@ public interface IdempotencyMetrics {
 		ListenerMetrics NONE = new ListenerMetrics() {
 
 			@Override
-			public void message(Outcome outcome, DecisionSource source) {
+			public void messages(Outcome outcome, DecisionSource source, int count) {
 			}
 
 			@Override
@@ -85,7 +86,17 @@ public interface IdempotencyMetrics {
 		 * @param outcome the decision
 		 * @param source where it came from
 		 */
-		void message(Outcome outcome, DecisionSource source);
+		default void message(Outcome outcome, DecisionSource source) {
+			messages(outcome, source, 1);
+		}
+
+		/**
+		 * Count messages with the given decision.
+		 * @param outcome the decision
+		 * @param source where it came from
+		 * @param count how many
+		 */
+		void messages(Outcome outcome, DecisionSource source, int count);
 
 		/**
 		 * Record the duration of one claim.

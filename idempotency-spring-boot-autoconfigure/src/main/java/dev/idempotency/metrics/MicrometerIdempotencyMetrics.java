@@ -43,8 +43,10 @@ public final class MicrometerIdempotencyMetrics implements IdempotencyMetrics {
 	}
 
 	@Override
-	public void cacheRequest(CacheResult result) {
-		this.cacheRequests[result.ordinal()].increment();
+	public void cacheRequests(CacheResult result, int count) {
+		if (count > 0) {
+			this.cacheRequests[result.ordinal()].increment(count);
+		}
 	}
 
 	@Override
@@ -83,7 +85,10 @@ public final class MicrometerIdempotencyMetrics implements IdempotencyMetrics {
 		}
 
 		@Override
-		public void message(Outcome outcome, DecisionSource source) {
+		public void messages(Outcome outcome, DecisionSource source, int count) {
+			if (count <= 0) {
+				return;
+			}
 			Counter counter = this.messages[outcome.ordinal()][source.ordinal()];
 			if (counter == null) {
 				counter = Counter.builder(IdempotencyMeters.MESSAGES.meterName())
@@ -94,7 +99,7 @@ public final class MicrometerIdempotencyMetrics implements IdempotencyMetrics {
 					.register(this.registry);
 				this.messages[outcome.ordinal()][source.ordinal()] = counter;
 			}
-			counter.increment();
+			counter.increment(count);
 		}
 
 		@Override

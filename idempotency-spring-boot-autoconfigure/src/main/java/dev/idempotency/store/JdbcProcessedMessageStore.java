@@ -1,7 +1,15 @@
 package dev.idempotency.store;
 
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 
 import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.DataAccessException;
@@ -36,6 +44,18 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
 			""";
 
+	// Keys are sorted before they are sent, so that two consumers claiming overlapping
+	// batches take the index locks in the same order and cannot deadlock.
+	private static final String CLAIM_ALL = """
+			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			    AS batch (idempotency_key, topic, partition, record_offset)
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING idempotency_key
+			""";
+
 	private static final String EXISTS = """
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
@@ -47,6 +67,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	private final String claimSql;
 
 	private final String existsSql;
+
+	private final String claimAllSql;
 
 	private final String lockTimeout;
 
@@ -62,6 +84,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		boolean bounded = !lockTimeout.isZero() && !lockTimeout.isNegative();
 		this.claimSql = (bounded ? CLAIM : CLAIM_WITHOUT_TIMEOUT).formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
+		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
 		this.lockTimeout = bounded ? Long.toString(Math.max(1, lockTimeout.toMillis())) : "";
 	}
 
@@ -78,15 +101,82 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			return (inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
-			if (ex.getMostSpecificCause() instanceof SQLException sqlException
-					&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
-				throw new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
-						+ "ms waiting for a concurrent claim of the same key in scope '" + message.scope()
-						+ "' (record " + message.topic() + "-" + message.partition() + "@" + message.offset()
-						+ "); the record will be retried", ex);
-			}
-			throw ex;
+			throw translated(ex, message.scope(), message);
 		}
+	}
+
+	/**
+	 * Claim a batch in one statement: a multi-row {@code INSERT ... ON CONFLICT DO NOTHING
+	 * RETURNING} over arrays of the keys. The returned keys are the new ones; of a key that
+	 * appears several times in the batch, the first occurrence is new.
+	 */
+	@Override
+	public List<Claim> claimAll(List<ProcessedMessage> messages) {
+		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
+				"A JDBC claim must run inside the listener's transaction");
+		if (messages.isEmpty()) {
+			return List.of();
+		}
+		Map<String, List<ProcessedMessage>> byScope = new LinkedHashMap<>();
+		for (ProcessedMessage message : messages) {
+			byScope.computeIfAbsent(message.scope(), (scope) -> new ArrayList<>()).add(message);
+		}
+		Set<String> inserted = new HashSet<>();
+		byScope.forEach((scope, scoped) -> insertAll(scope, scoped)
+			.forEach((key) -> inserted.add(scope + '\0' + key)));
+		List<Claim> claims = new ArrayList<>(messages.size());
+		for (ProcessedMessage message : messages) {
+			// remove: a later occurrence of the same key in the batch is a duplicate
+			claims.add(inserted.remove(message.scope() + '\0' + message.key()) ? Claim.NEW : Claim.DUPLICATE);
+		}
+		return claims;
+	}
+
+	private List<String> insertAll(String scope, List<ProcessedMessage> messages) {
+		Map<String, ProcessedMessage> firstByKey = new TreeMap<>();
+		for (ProcessedMessage message : messages) {
+			firstByKey.putIfAbsent(message.key(), message);
+		}
+		int size = firstByKey.size();
+		String[] keys = new String[size];
+		String[] topics = new String[size];
+		Integer[] partitions = new Integer[size];
+		Long[] offsets = new Long[size];
+		int i = 0;
+		for (ProcessedMessage message : firstByKey.values()) {
+			keys[i] = message.key();
+			topics[i] = message.topic();
+			partitions[i] = message.partition();
+			offsets[i] = message.offset();
+			i++;
+		}
+		String timeout = this.lockTimeout.isEmpty() ? "0" : this.lockTimeout;
+		try {
+			return this.jdbcTemplate.query((connection) -> {
+				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
+				statement.setString(1, timeout);
+				statement.setString(2, scope);
+				statement.setArray(3, connection.createArrayOf("varchar", keys));
+				statement.setArray(4, connection.createArrayOf("varchar", topics));
+				statement.setArray(5, connection.createArrayOf("int4", partitions));
+				statement.setArray(6, connection.createArrayOf("int8", offsets));
+				return statement;
+			}, (row, rowNum) -> row.getString(1));
+		}
+		catch (DataAccessException ex) {
+			throw translated(ex, scope, messages.get(0));
+		}
+	}
+
+	private DataAccessException translated(DataAccessException ex, String scope, ProcessedMessage example) {
+		if (ex.getMostSpecificCause() instanceof SQLException sqlException
+				&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+			return new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
+					+ "ms waiting for a concurrent claim of the same key in scope '" + scope + "' (record "
+					+ example.topic() + "-" + example.partition() + "@" + example.offset()
+					+ "); the record will be retried", ex);
+		}
+		return ex;
 	}
 
 	@Override

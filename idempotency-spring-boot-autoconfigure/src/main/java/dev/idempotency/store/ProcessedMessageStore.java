@@ -1,5 +1,10 @@
 package dev.idempotency.store;
 
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
 /**
  * Records which messages have been processed. Declare a bean of this type to replace the
  * store the starter configures.
@@ -19,6 +24,24 @@ public interface ProcessedMessageStore {
 	 * the key right now and the store cannot wait for it
 	 */
 	Claim claim(ProcessedMessage message);
+
+	/**
+	 * Claim the keys of a batch of messages. A key that appears more than once in the
+	 * batch is claimed once: only its first occurrence can be new. The default claims one
+	 * message after the other; stores that can should claim the whole batch in one round
+	 * trip.
+	 * @param messages the messages to claim, in delivery order
+	 * @return one claim per message, in the same order
+	 */
+	default List<Claim> claimAll(List<ProcessedMessage> messages) {
+		List<Claim> claims = new ArrayList<>(messages.size());
+		Set<String> seen = new HashSet<>();
+		for (ProcessedMessage message : messages) {
+			boolean first = seen.add(message.scope() + '\0' + message.key());
+			claims.add(first ? claim(message) : Claim.DUPLICATE);
+		}
+		return claims;
+	}
 
 	/**
 	 * Return whether the key has been processed (committed) in the scope.

@@ -34,6 +34,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.messaging.handler.annotation.Header;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -223,12 +225,12 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
-	void failsFastOnABatchListener() {
+	void failsFastOnABatchListenerWithAListOfHeaders() {
 		this.runner.withBean(BatchListener.class)
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining(BatchListener.class.getName() + ".on")
-				.hasMessageContaining("batch listener"));
+				.hasMessageContaining("takes a list of headers"));
 	}
 
 	private static boolean tableExists(JdbcTemplate jdbc, String schema, String table) {
@@ -289,7 +291,7 @@ class IdempotencyAutoConfigurationTests {
 
 		@KafkaListener(topics = "t", batch = "true")
 		@Idempotent
-		public void on(List<String> payloads) {
+		public void on(List<String> payloads, @Header(KafkaHeaders.OFFSET) List<Long> offsets) {
 		}
 
 	}

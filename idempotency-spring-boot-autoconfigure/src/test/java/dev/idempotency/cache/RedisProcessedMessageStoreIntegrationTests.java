@@ -1,6 +1,7 @@
 package dev.idempotency.cache;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 
 import dev.idempotency.IdempotencyKeyInProgressException;
@@ -62,6 +63,13 @@ class RedisProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCo
 			assertThat(claim.complete()).isTrue();
 		}
 		return claim.isNew();
+	}
+
+	@Override
+	protected List<Boolean> claimAllAndComplete(List<ProcessedMessage> messages) {
+		List<Claim> claims = store.claimAll(messages);
+		claims.stream().filter(Claim::isNew).forEach(Claim::complete);
+		return claims.stream().map(Claim::isNew).toList();
 	}
 
 	@Override

@@ -3,6 +3,7 @@ package dev.idempotency.store;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -72,6 +73,11 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	@Override
 	protected boolean claimAndComplete(ProcessedMessage message) {
 		return transactions.execute((status) -> store.claim(message).isNew());
+	}
+
+	@Override
+	protected List<Boolean> claimAllAndComplete(List<ProcessedMessage> messages) {
+		return transactions.execute((status) -> store.claimAll(messages).stream().map(Claim::isNew).toList());
 	}
 
 	@Override

@@ -41,6 +41,13 @@ public abstract class ProcessedMessageStoreContractTests {
 	 */
 	protected abstract boolean claimAndFail(ProcessedMessage message);
 
+	/**
+	 * Claim a batch as a listener whose work succeeds would.
+	 * @param messages the messages
+	 * @return for each message, whether its claim was new
+	 */
+	protected abstract List<Boolean> claimAllAndComplete(List<ProcessedMessage> messages);
+
 	protected static ProcessedMessage message(String scope, String key) {
 		return new ProcessedMessage(scope, key, "contract", 0, 42L);
 	}
@@ -86,6 +93,18 @@ public abstract class ProcessedMessageStoreContractTests {
 		assertThat(claimAndFail(message("group", key))).isTrue();
 		assertThat(store().isProcessed("group", key)).isFalse();
 		assertThat(claimAndComplete(message("group", key))).isTrue();
+	}
+
+	@Test
+	void claimsABatchOnceAndOnlyTheFirstOccurrenceOfAKeyInIt() {
+		String run = UUID.randomUUID().toString();
+		claimAndComplete(message("group", run + "-old"));
+		List<Boolean> claims = claimAllAndComplete(List.of(message("group", run + "-b"), message("group", run + "-old"),
+				message("group", run + "-a"), message("group", run + "-b"), message("other", run + "-b")));
+		assertThat(claims).containsExactly(true, false, true, false, true);
+		assertThat(store().isProcessed("group", run + "-a")).isTrue();
+		assertThat(claimAllAndComplete(List.of(message("group", run + "-a"), message("group", run + "-b"))))
+			.containsExactly(false, false);
 	}
 
 	@Test
