@@ -59,6 +59,7 @@ class RedisCacheIntegrationTests {
 		redis = TestRedis.start();
 		TestInfrastructure.createTopic(TOPIC, 1);
 		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
+				"idempotency.cache.enabled=true",
 				"idempotency.cache.open-for=300ms", "idempotency.cache.timeout=100ms");
 		jdbc = context.getBean(JdbcTemplate.class);
 		redisTemplate = context.getBean(StringRedisTemplate.class);

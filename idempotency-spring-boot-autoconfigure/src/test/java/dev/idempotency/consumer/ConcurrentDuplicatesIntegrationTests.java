@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.stream.IntStream;
 
 import dev.idempotency.Idempotent;
@@ -73,11 +74,12 @@ class ConcurrentDuplicatesIntegrationTests {
 
 	@Test
 	void appliesEachKeyOnceAcrossConcurrentConsumers() {
+		String run = UUID.randomUUID().toString();
 		for (int key = 0; key < KEYS; key++) {
 			for (int copy = 0; copy < COPIES; copy++) {
 				int partition = (key + copy * 2) % PARTITIONS;
-				ProducerRecord<String, String> record = new ProducerRecord<>(TOPIC, partition, null, "key-" + key);
-				record.headers().add("X-Idempotency-Key", ("key-" + key).getBytes());
+				ProducerRecord<String, String> record = new ProducerRecord<>(TOPIC, partition, null, run + key);
+				record.headers().add("X-Idempotency-Key", (run + key).getBytes());
 				TestKafka.sendAsync(record);
 			}
 		}

@@ -32,6 +32,10 @@ public final class TestApplications {
 	public static ConfigurableApplicationContext run(Class<?> configuration, String... properties) {
 		Map<String, Object> defaults = new LinkedHashMap<>(TestInfrastructure.springProperties());
 		defaults.put("spring.main.banner-mode", "off");
+		// Redis is on the test classpath: without this, Spring Boot would connect the cache
+		// to whatever Redis listens on the default port. Tests of the cache switch it on
+		// with their own server.
+		defaults.put("idempotency.cache.enabled", "false");
 		defaults.put("spring.kafka.consumer.properties[session.timeout.ms]", "6000");
 		defaults.put("spring.kafka.consumer.properties[heartbeat.interval.ms]", "500");
 		return new SpringApplicationBuilder(configuration).web(WebApplicationType.NONE)
