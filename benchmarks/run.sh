@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the benchmark and prints one table. Usage:
+#   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
+# Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
+# Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
+# server processes inherit the pinning).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+record_messages=${2:-20000}
+batch_messages=${3:-100000}
+shift $(( $# > 3 ? 3 : $# ))
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(A B C_CACHE C_NO_CACHE D E F F_NO_CACHE)
+
+./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
+  -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
+classpath="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
+work=benchmarks/target/run-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$work"
+
+pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
+
+pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
+  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties" > "$work/infrastructure.log" 2>&1 &
+infrastructure=$!
+trap 'kill $infrastructure 2>/dev/null; wait $infrastructure 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sleep 0.5; done
+[ -f "$work/infrastructure.properties" ] || { cat "$work/infrastructure.log"; exit 1; }
+
+{
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  echo "java: $(java -version 2>&1 | head -1)"
+  echo "rounds: $rounds, messages: $record_messages per record scenario, $batch_messages per batch scenario"
+} | tee "$work/machine.txt"
+
+for round in $(seq 1 "$rounds"); do
+  for scenario in "${scenarios[@]}"; do
+    case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; *) messages=$record_messages ;; esac
+    line=$(pin 0 java -Xmx1g -cp "$classpath" dev.idempotency.benchmarks.BenchmarkScenario \
+      "$scenario" "$work/infrastructure.properties" "$messages" 2>>"$work/scenarios.log" | grep '^RESULT' || true)
+    [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
+    echo "round $round: $line"
+    echo "$line" >> "$work/results.txt"
+  done
+done
+
+java -cp "$classpath" dev.idempotency.benchmarks.BenchmarkReport "$work/results.txt" | tee "$work/report.md"

@@ -1,0 +1,82 @@
+package dev.idempotency.benchmarks;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Reads the {@code RESULT} lines of a run and prints one table: the median throughput of
+ * each scenario over the rounds, its ratio to the baseline of the same run, and the claim
+ * time per record; then the targets and whether this run met them.
+ */
+public final class BenchmarkReport {
+
+	private BenchmarkReport() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		Map<Scenario, List<Map<String, String>>> results = new EnumMap<>(Scenario.class);
+		for (String line : Files.readAllLines(Path.of(args[0]))) {
+			if (!line.startsWith("RESULT ")) {
+				continue;
+			}
+			Map<String, String> fields = new HashMap<>();
+			for (String field : line.substring(7).split(" ")) {
+				String[] pair = field.split("=", 2);
+				fields.put(pair[0], pair[1]);
+			}
+			results.computeIfAbsent(Scenario.valueOf(fields.get("scenario")), (s) -> new ArrayList<>()).add(fields);
+		}
+		Map<Scenario, Double> steady = new EnumMap<>(Scenario.class);
+		results.forEach((scenario, runs) -> steady.put(scenario, median(runs, "steady")));
+		System.out.println();
+		System.out.println("| scenario | what | runs | msg/s (median, 2nd half) | msg/s (median, whole run) | ratio | claim p50 / p99 per record (µs) |");
+		System.out.println("| --- | --- | ---: | ---: | ---: | --- | --- |");
+		for (Map.Entry<Scenario, List<Map<String, String>>> entry : results.entrySet()) {
+			Scenario scenario = entry.getKey();
+			List<Map<String, String>> runs = entry.getValue();
+			String claim = runs.get(0).containsKey("claimP50us")
+					? String.format("%.0f / %.0f", median(runs, "claimP50us"), median(runs, "claimP99us")) : "-";
+			System.out.printf("| %s | %s | %d | %.0f | %.0f | %s | %s |%n", scenario.name(), scenario.description,
+					runs.size(), steady.get(scenario), median(runs, "rate"), ratio(scenario, steady), claim);
+		}
+		System.out.println();
+		System.out.println("Targets (ratios of the medians above, same run):");
+		target(steady, Scenario.B, Scenario.A, 0.75);
+		target(steady, Scenario.C_CACHE, Scenario.A, 3.0);
+		target(steady, Scenario.E, Scenario.D, 0.85);
+		target(steady, Scenario.E, Scenario.B, 8.0);
+	}
+
+	private static String ratio(Scenario scenario, Map<Scenario, Double> steady) {
+		Scenario baseline = scenario.batch() ? Scenario.D : Scenario.A;
+		if (scenario == baseline || !steady.containsKey(baseline)) {
+			return "baseline";
+		}
+		String ratio = String.format("%.2f × %s", steady.get(scenario) / steady.get(baseline), baseline.name());
+		if (scenario == Scenario.E && steady.containsKey(Scenario.B)) {
+			ratio += String.format(", %.1f × B", steady.get(scenario) / steady.get(Scenario.B));
+		}
+		return ratio;
+	}
+
+	private static void target(Map<Scenario, Double> steady, Scenario scenario, Scenario baseline, double target) {
+		if (!steady.containsKey(scenario) || !steady.containsKey(baseline)) {
+			return;
+		}
+		double ratio = steady.get(scenario) / steady.get(baseline);
+		System.out.printf("  %s >= %.2f x %s: %.2f  %s%n", scenario.name(), target, baseline.name(), ratio,
+				(ratio >= target) ? "met" : String.format("MISSED by %.0f%%", (1 - ratio / target) * 100));
+	}
+
+	private static double median(List<Map<String, String>> runs, String field) {
+		double[] values = runs.stream().mapToDouble((run) -> Double.parseDouble(run.get(field))).sorted().toArray();
+		int middle = values.length / 2;
+		return (values.length % 2 == 1) ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+	}
+
+}

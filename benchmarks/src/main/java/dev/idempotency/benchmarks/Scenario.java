@@ -1,0 +1,50 @@
+package dev.idempotency.benchmarks;
+
+/**
+ * The benchmark scenarios. The business work is the same in all of them: one row inserted
+ * into a business table per message.
+ */
+enum Scenario {
+
+	A("baseline record listener, @Transactional, no deduplication", Listener.RECORD_PLAIN, false, false),
+
+	B("@Idempotent record listener, all new", Listener.RECORD_IDEMPOTENT, false, false),
+
+	C_CACHE("@Idempotent record listener, all duplicates, Redis cache", Listener.RECORD_IDEMPOTENT, true, true),
+
+	C_NO_CACHE("@Idempotent record listener, all duplicates, no cache", Listener.RECORD_IDEMPOTENT, true, false),
+
+	D("baseline batch listener, one transaction per batch", Listener.BATCH_PLAIN, false, false),
+
+	E("@Idempotent batch listener, all new", Listener.BATCH_IDEMPOTENT, false, false),
+
+	F("@Idempotent batch listener, all duplicates, Redis cache", Listener.BATCH_IDEMPOTENT, true, true),
+
+	F_NO_CACHE("@Idempotent batch listener, all duplicates, no cache", Listener.BATCH_IDEMPOTENT, true, false);
+
+	final String description;
+
+	final Listener listener;
+
+	final boolean duplicates;
+
+	final boolean cache;
+
+	Scenario(String description, Listener listener, boolean duplicates, boolean cache) {
+		this.description = description;
+		this.listener = listener;
+		this.duplicates = duplicates;
+		this.cache = cache;
+	}
+
+	boolean batch() {
+		return this.listener == Listener.BATCH_PLAIN || this.listener == Listener.BATCH_IDEMPOTENT;
+	}
+
+	enum Listener {
+
+		RECORD_PLAIN, RECORD_IDEMPOTENT, BATCH_PLAIN, BATCH_IDEMPOTENT
+
+	}
+
+}
