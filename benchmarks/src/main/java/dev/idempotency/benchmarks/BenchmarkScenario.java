@@ -32,7 +32,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.data.redis.connection.StringRedisConnection;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -126,9 +125,10 @@ public final class BenchmarkScenario {
 		if (cache) {
 			// the layout the cache documents: <prefix><scope length>:<scope>:<key>
 			String prefix = "idempotency:" + group.length() + ":" + group + ":";
+			byte[] value = "1".getBytes(StandardCharsets.UTF_8);
 			redis.executePipelined((RedisCallback<Object>) (connection) -> {
-				StringRedisConnection strings = (StringRedisConnection) connection;
-				keys.forEach((key) -> strings.set(prefix + key, "1"));
+				keys.forEach((key) -> connection.stringCommands()
+					.set((prefix + key).getBytes(StandardCharsets.UTF_8), value));
 				return null;
 			});
 		}
