@@ -3,6 +3,7 @@ package dev.idempotency.autoconfigure;
 import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.cache.RedisProcessedKeyCache;
 import dev.idempotency.cache.RedisProcessedMessageStore;
+import dev.idempotency.consumer.ConsumerFactoryPostProcessor;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.store.ProcessedMessageStore;
 import org.apache.commons.logging.Log;
@@ -76,6 +77,11 @@ public final class IdempotencyRedisAutoConfiguration {
 			return new RedisProcessedKeyCache(connectionFactory, cache.keyPrefix(), cache.ttl(), cache.timeout(),
 					cache.failureThreshold(), cache.openFor(), metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
 					connector);
+		}
+
+		@Bean
+		static ConsumerFactoryPostProcessor idempotencyConsumerFactoryPostProcessor() {
+			return new ConsumerFactoryPostProcessor();
 		}
 
 	}

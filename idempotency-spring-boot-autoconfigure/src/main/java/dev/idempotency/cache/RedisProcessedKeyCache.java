@@ -2,8 +2,6 @@ package dev.idempotency.cache;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -13,6 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import dev.idempotency.metrics.CacheResult;
 import dev.idempotency.metrics.IdempotencyMetrics;
+import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
@@ -107,8 +106,8 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 	}
 
 	/**
-	 * Look all keys up in one pipelined round trip: the {@code EXISTS} commands are all
-	 * written before any answer is awaited, and the whole batch shares one timeout.
+	 * Look all keys up with one {@code MGET}: one command and one round trip on a single
+	 * Redis; on Redis Cluster, Lettuce splits it by slot. The batch shares one timeout.
 	 */
 	@Override
 	public boolean[] areProcessed(String scope, List<String> keys) {
@@ -118,37 +117,36 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			this.metrics.cacheRequests(CacheResult.ERROR, keys.size());
 			return processed;
 		}
-		List<RedisFuture<Long>> answers = new ArrayList<>(keys.size());
-		for (String key : keys) {
-			answers.add(redis.exists(this.keys.bytesOf(scope, key)));
+		byte[][] redisKeys = new byte[keys.size()][];
+		for (int i = 0; i < redisKeys.length; i++) {
+			redisKeys[i] = this.keys.bytesOf(scope, keys.get(i));
 		}
-		long deadline = System.nanoTime() + this.timeoutNanos;
-		int hits = 0;
-		for (int i = 0; i < answers.size(); i++) {
-			RedisFuture<Long> answer = answers.get(i);
-			try {
-				Long count = answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-				processed[i] = count != null && count > 0;
+		RedisFuture<List<KeyValue<byte[], byte[]>>> answer = redis.mget(redisKeys);
+		try {
+			List<KeyValue<byte[], byte[]>> values = answer.get(this.timeoutNanos, TimeUnit.NANOSECONDS);
+			int hits = 0;
+			for (int i = 0; i < processed.length && i < values.size(); i++) {
+				processed[i] = values.get(i).hasValue();
 				hits += processed[i] ? 1 : 0;
 			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-				return batchFailed(answers, processed, ex);
+			if (this.breaker.success()) {
+				logger.info("Redis cache of processed keys answers again");
 			}
-			catch (ExecutionException | TimeoutException | RuntimeException ex) {
-				return batchFailed(answers, processed, ex);
-			}
+			this.metrics.cacheRequests(CacheResult.HIT, hits);
+			this.metrics.cacheRequests(CacheResult.MISS, keys.size() - hits);
+			return processed;
 		}
-		if (this.breaker.success()) {
-			logger.info("Redis cache of processed keys answers again");
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return batchFailed(answer, processed, ex);
 		}
-		this.metrics.cacheRequests(CacheResult.HIT, hits);
-		this.metrics.cacheRequests(CacheResult.MISS, keys.size() - hits);
-		return processed;
+		catch (ExecutionException | TimeoutException | RuntimeException ex) {
+			return batchFailed(answer, processed, ex);
+		}
 	}
 
-	private boolean[] batchFailed(List<RedisFuture<Long>> answers, boolean[] processed, Exception ex) {
-		answers.forEach((answer) -> answer.cancel(false));
+	private boolean[] batchFailed(RedisFuture<?> answer, boolean[] processed, Exception ex) {
+		answer.cancel(false);
 		boolean wasOpen = this.breaker.isOpen();
 		this.breaker.failure();
 		this.metrics.cacheRequests(CacheResult.ERROR, processed.length);
@@ -156,8 +154,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			logger.warn("Redis cache of processed keys is failing (" + ex
 					+ "); not asking it for a while, the store decides meanwhile");
 		}
-		Arrays.fill(processed, false);
-		return processed;
+		return new boolean[processed.length];
 	}
 
 	@Override

@@ -98,13 +98,14 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		}
 		ProcessedMessage message = new ProcessedMessage(listener.method().scope(), StoredKey.of(key), record.topic(),
 				record.partition(), record.offset());
-		return claimAndProceed(invocation, listener, message, arguments);
+		return claimAndProceed(invocation, listener, record, message, arguments);
 	}
 
 	private @Nullable Object claimAndProceed(MethodInvocation invocation, Listener listener,
-			ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
+			ConsumerRecord<?, ?> record, ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
 		ProcessedKeyCache cache = this.cache;
-		if (cache != null && cache.isProcessed(message.scope(), message.key())) {
+		if (cache != null && PollPrefetch.isProcessed(cache, this.keyResolver, listener.method(), record,
+				message.scope(), message.key())) {
 			return duplicate(listener, message, arguments, DecisionSource.CACHE);
 		}
 		Object result;

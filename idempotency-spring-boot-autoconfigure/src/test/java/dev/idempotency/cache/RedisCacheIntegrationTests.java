@@ -1,11 +1,14 @@
 package dev.idempotency.cache;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 
 import javax.sql.DataSource;
 
@@ -25,10 +28,13 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.util.backoff.FixedBackOff;
@@ -86,6 +92,29 @@ class RedisCacheIntegrationTests {
 		assertThat(context.getBean(CountingTransactionManager.class).begun()).isEqualTo(transactions);
 		assertThat(count("idempotency.messages", "outcome", "duplicate", "source", "cache") - hits).isEqualTo(1.0);
 		assertThat(effects(key)).isEqualTo(1);
+	}
+
+	@Test
+	void asksTheCacheAboutAWholePollInOneCommand() {
+		String run = UUID.randomUUID().toString();
+		List<String> keys = IntStream.range(0, 20).mapToObj((i) -> run + "-" + i).toList();
+		keys.forEach(RedisCacheIntegrationTests::send);
+		awaitConsumed();
+		await().atMost(Duration.ofSeconds(10)).until(() -> keys.stream().allMatch(RedisCacheIntegrationTests::cached));
+		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
+			.getListenerContainer(GROUP);
+		container.stop();
+		keys.forEach(RedisCacheIntegrationTests::send);
+		long mgets = redisCalls("mget");
+		long exists = redisCalls("exists");
+		double hits = count("idempotency.messages", "outcome", "duplicate", "source", "cache");
+		container.start();
+		awaitConsumed();
+		assertThat(count("idempotency.messages", "outcome", "duplicate", "source", "cache") - hits).isEqualTo(20.0);
+		// one MGET per poll (the twenty records may come in more than one poll), not one
+		// lookup per record
+		assertThat(redisCalls("mget") - mgets).isBetween(1L, 5L);
+		assertThat(redisCalls("exists") - exists).isLessThan(5L);
 	}
 
 	@Test
@@ -162,6 +191,17 @@ class RedisCacheIntegrationTests {
 		long end = TestKafka.endOffset(partition);
 		await().atMost(Duration.ofSeconds(60))
 			.untilAsserted(() -> assertThat(TestKafka.committedOffset(GROUP, partition)).isEqualTo(end));
+	}
+
+	private static long redisCalls(String command) {
+		Properties stats = redisTemplate.execute((RedisCallback<Properties>) (connection) -> connection.serverCommands()
+			.info("commandstats"));
+		String line = stats.getProperty("cmdstat_" + command);
+		if (line == null) {
+			return 0;
+		}
+		// calls=12,usec=...
+		return Long.parseLong(line.substring(line.indexOf("calls=") + 6, line.indexOf(',')));
 	}
 
 	private static boolean cached(String key) {
