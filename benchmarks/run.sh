@@ -37,7 +37,8 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
     case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; *) messages=$record_messages ;; esac
-    line=$(pin 0 java -Xmx1g -cp "$classpath" dev.idempotency.benchmarks.BenchmarkScenario \
+    # shellcheck disable=SC2086
+    line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.BenchmarkScenario \
       "$scenario" "$work/infrastructure.properties" "$messages" 2>>"$work/scenarios.log" | grep '^RESULT' || true)
     [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
     echo "round $round: $line"

@@ -66,6 +66,7 @@ public final class BenchmarkScenario {
 					"spring.kafka.consumer.auto-offset-reset=earliest", "spring.data.redis.url=" + infrastructure.getProperty("redis"),
 					"idempotency.cache.enabled=" + scenario.cache, "bench.topic=" + topic, "bench.group=" + group,
 					"bench.listener=" + scenario.listener.name(), "bench.messages=" + messages)
+			.properties(extraProperties())
 			.run()) {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			List<String> keys = new ArrayList<>(messages);
@@ -91,6 +92,12 @@ public final class BenchmarkScenario {
 			}
 			System.out.println(result(scenario, messages, progress, context.getBean(MeterRegistry.class)));
 		}
+	}
+
+	// BENCH_PROPERTIES="name=value name=value" tries a setting without editing the harness
+	private static String[] extraProperties() {
+		String extra = System.getenv("BENCH_PROPERTIES");
+		return (extra == null || extra.isBlank()) ? new String[0] : extra.trim().split("\\s+");
 	}
 
 	private static String result(Scenario scenario, int messages, Progress progress, MeterRegistry registry) {

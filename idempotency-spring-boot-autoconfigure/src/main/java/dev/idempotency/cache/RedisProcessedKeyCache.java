@@ -76,6 +76,8 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		this.metrics = metrics;
 		this.connector = connector;
 		metrics.cacheBreaker(this.breaker::isOpen);
+		// connect now, in the background, so the first poll already finds Redis ready
+		commands();
 	}
 
 	@Override
