@@ -4,8 +4,6 @@
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
 # server processes inherit the pinning).
-# Environment: BENCH_PROPERTIES="name=value ..." adds Spring properties to every scenario;
-# BENCH_JAVA_OPTS adds JVM options (for example a JFR recording) to every scenario JVM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}

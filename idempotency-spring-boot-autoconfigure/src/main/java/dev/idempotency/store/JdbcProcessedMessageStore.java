@@ -21,18 +21,24 @@ import org.springframework.util.Assert;
  * {@link ProcessedMessageStore} on a PostgreSQL table. A key is claimed with
  * {@code INSERT ... ON CONFLICT DO NOTHING}: one row inserted means new, none means
  * duplicate. A concurrent claim of the same key waits on the unique index until the first
- * transaction ends, then sees the committed row and reports a duplicate, or inserts if the
- * first rolled back.
+ * transaction ends (bounded by the lock timeout), then sees the committed row and reports
+ * a duplicate, or inserts if the first rolled back.
  * <p>
  * Claims must run inside the transaction of the listener's work, on the same
- * {@code DataSource}. The wait is bounded by a query timeout on the claim statement alone
- * (whole seconds, rounded up): the driver cancels a claim that waits longer. Unlike a
- * {@code lock_timeout} set for the transaction, it costs nothing when there is no wait
- * and leaves the listener's own statements alone.
+ * {@code DataSource}. The lock timeout is set for that transaction with
+ * {@code set_config('lock_timeout', ..., true)}, in the same statement as the insert, so
+ * it also bounds lock waits of the listener's own statements in that transaction.
  */
 public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private static final String CLAIM = """
+			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, ?, ?, ?, ?, now() FROM settings
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			""";
+
+	private static final String CLAIM_WITHOUT_TIMEOUT = """
 			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
 			VALUES (?, ?, ?, ?, ?, now())
 			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
@@ -41,9 +47,10 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	// Keys are sorted before they are sent, so that two consumers claiming overlapping
 	// batches take the index locks in the same order and cannot deadlock.
 	private static final String CLAIM_ALL = """
+			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
 			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
 			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
-			FROM unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
 			    AS batch (idempotency_key, topic, partition, record_offset)
 			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
 			RETURNING idempotency_key
@@ -53,12 +60,9 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
 
-	// lock_not_available, and query_canceled (the driver's query timeout fired)
-	private static final Set<String> GAVE_UP = Set.of("55P03", "57014");
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private final JdbcTemplate jdbcTemplate;
-
-	private final JdbcTemplate claims;
 
 	private final String claimSql;
 
@@ -66,39 +70,38 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private final String claimAllSql;
 
-	private final Duration lockTimeout;
+	private final String lockTimeout;
 
 	/**
 	 * Create a store on the given table.
 	 * @param jdbcTemplate the template on the application's {@code DataSource}
 	 * @param table the table, validated
-	 * @param lockTimeout how long a claim may wait for a concurrent claim of the same key,
-	 * rounded up to whole seconds; zero to wait as long as the database allows
+	 * @param lockTimeout how long a claim may wait for a concurrent claim of the same key;
+	 * zero or negative to wait as long as the database allows
 	 */
 	public JdbcProcessedMessageStore(JdbcTemplate jdbcTemplate, TableName table, Duration lockTimeout) {
-		Assert.notNull(jdbcTemplate.getDataSource(), "The JdbcTemplate must have a DataSource");
 		this.jdbcTemplate = jdbcTemplate;
-		this.claims = new JdbcTemplate(jdbcTemplate.getDataSource());
-		this.claims.setExceptionTranslator(jdbcTemplate.getExceptionTranslator());
-		if (!lockTimeout.isZero() && !lockTimeout.isNegative()) {
-			this.claims.setQueryTimeout((int) Math.max(1, (lockTimeout.toMillis() + 999) / 1000));
-		}
-		this.lockTimeout = lockTimeout;
-		this.claimSql = CLAIM.formatted(table.qualified());
+		boolean bounded = !lockTimeout.isZero() && !lockTimeout.isNegative();
+		this.claimSql = (bounded ? CLAIM : CLAIM_WITHOUT_TIMEOUT).formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		this.lockTimeout = bounded ? Long.toString(Math.max(1, lockTimeout.toMillis())) : "";
 	}
 
 	@Override
 	public Claim claim(ProcessedMessage message) {
-		requireTransaction();
+		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
+				"A JDBC claim must run inside the listener's transaction");
 		try {
-			int inserted = this.claims.update(this.claimSql, message.scope(), message.key(), message.topic(),
-					message.partition(), message.offset());
+			int inserted = this.lockTimeout.isEmpty()
+					? this.jdbcTemplate.update(this.claimSql, message.scope(), message.key(), message.topic(),
+							message.partition(), message.offset())
+					: this.jdbcTemplate.update(this.claimSql, this.lockTimeout, message.scope(), message.key(),
+							message.topic(), message.partition(), message.offset());
 			return (inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
-			throw translated(ex, message);
+			throw translated(ex, message.scope(), message);
 		}
 	}
 
@@ -109,7 +112,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	 */
 	@Override
 	public List<Claim> claimAll(List<ProcessedMessage> messages) {
-		requireTransaction();
+		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
+				"A JDBC claim must run inside the listener's transaction");
 		if (messages.isEmpty()) {
 			return List.of();
 		}
@@ -146,20 +150,33 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			offsets[i] = message.offset();
 			i++;
 		}
+		String timeout = this.lockTimeout.isEmpty() ? "0" : this.lockTimeout;
 		try {
-			return this.claims.query((connection) -> {
+			return this.jdbcTemplate.query((connection) -> {
 				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
-				statement.setString(1, scope);
-				statement.setArray(2, connection.createArrayOf("varchar", keys));
-				statement.setArray(3, connection.createArrayOf("varchar", topics));
-				statement.setArray(4, connection.createArrayOf("int4", partitions));
-				statement.setArray(5, connection.createArrayOf("int8", offsets));
+				statement.setString(1, timeout);
+				statement.setString(2, scope);
+				statement.setArray(3, connection.createArrayOf("varchar", keys));
+				statement.setArray(4, connection.createArrayOf("varchar", topics));
+				statement.setArray(5, connection.createArrayOf("int4", partitions));
+				statement.setArray(6, connection.createArrayOf("int8", offsets));
 				return statement;
 			}, (row, rowNum) -> row.getString(1));
 		}
 		catch (DataAccessException ex) {
-			throw translated(ex, messages.get(0));
+			throw translated(ex, scope, messages.get(0));
 		}
+	}
+
+	private DataAccessException translated(DataAccessException ex, String scope, ProcessedMessage example) {
+		if (ex.getMostSpecificCause() instanceof SQLException sqlException
+				&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+			return new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
+					+ "ms waiting for a concurrent claim of the same key in scope '" + scope + "' (record "
+					+ example.topic() + "-" + example.partition() + "@" + example.offset()
+					+ "); the record will be retried", ex);
+		}
+		return ex;
 	}
 
 	@Override
@@ -171,22 +188,6 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	@Override
 	public String name() {
 		return "jdbc";
-	}
-
-	private static void requireTransaction() {
-		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
-				"A JDBC claim must run inside the listener's transaction");
-	}
-
-	private DataAccessException translated(DataAccessException ex, ProcessedMessage message) {
-		if (ex.getMostSpecificCause() instanceof SQLException sqlException
-				&& GAVE_UP.contains(sqlException.getSQLState())) {
-			return new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
-					+ " waiting for a concurrent claim of the same key in scope '" + message.scope() + "' (record "
-					+ message.topic() + "-" + message.partition() + "@" + message.offset()
-					+ "); the record will be retried", ex);
-		}
-		return ex;
 	}
 
 }

@@ -132,7 +132,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 
 	@Test
 	void concurrentClaimGivesUpAfterTheLockTimeout() throws Exception {
-		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofSeconds(1));
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
 		ProcessedMessage message = message("group", UUID.randomUUID().toString());
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
@@ -145,8 +145,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		try {
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 			assertThatExceptionOfType(PessimisticLockingFailureException.class)
-				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message).isNew()))
-				.withMessageContaining("Gave up after idempotency.lock-timeout=PT1S");
+				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message).isNew()));
 		}
 		finally {
 			release.countDown();
