@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmark and prints one table. Usage:
 #   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
+# Scenarios: A B C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), and OUTBOX (the
+# relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s).
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
 # server processes inherit the pinning).
@@ -37,9 +39,14 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
     case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; *) messages=$record_messages ;; esac
+    if [ "$scenario" = OUTBOX ]; then
+      main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages")
+    else
+      main=dev.idempotency.benchmarks.BenchmarkScenario; arguments=("$scenario" "$work/infrastructure.properties" "$messages")
+    fi
     # shellcheck disable=SC2086
-    line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.BenchmarkScenario \
-      "$scenario" "$work/infrastructure.properties" "$messages" 2>>"$work/scenarios.log" | grep '^RESULT' || true)
+    line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" "$main" "${arguments[@]}" \
+      2>>"$work/scenarios.log" | grep '^RESULT' || true)
     [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
     echo "round $round: $line"
     echo "$line" >> "$work/results.txt"

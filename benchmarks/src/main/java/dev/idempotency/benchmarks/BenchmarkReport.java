@@ -20,6 +20,7 @@ public final class BenchmarkReport {
 
 	public static void main(String[] args) throws Exception {
 		Map<Scenario, List<Map<String, String>>> results = new EnumMap<>(Scenario.class);
+		List<Map<String, String>> outbox = new ArrayList<>();
 		for (String line : Files.readAllLines(Path.of(args[0]))) {
 			if (!line.startsWith("RESULT ")) {
 				continue;
@@ -29,7 +30,12 @@ public final class BenchmarkReport {
 				String[] pair = field.split("=", 2);
 				fields.put(pair[0], pair[1]);
 			}
-			results.computeIfAbsent(Scenario.valueOf(fields.get("scenario")), (s) -> new ArrayList<>()).add(fields);
+			if ("OUTBOX".equals(fields.get("scenario"))) {
+				outbox.add(fields);
+			}
+			else {
+				results.computeIfAbsent(Scenario.valueOf(fields.get("scenario")), (s) -> new ArrayList<>()).add(fields);
+			}
 		}
 		Map<Scenario, Double> steady = new EnumMap<>(Scenario.class);
 		results.forEach((scenario, runs) -> steady.put(scenario, median(runs, "steady")));
@@ -50,6 +56,18 @@ public final class BenchmarkReport {
 		target(steady, Scenario.C_CACHE, Scenario.A, 3.0);
 		target(steady, Scenario.E, Scenario.D, 0.85);
 		target(steady, Scenario.E, Scenario.B, 8.0);
+		if (!outbox.isEmpty()) {
+			double throughput = median(outbox, "throughput");
+			double p99 = median(outbox, "latencyP99ms");
+			System.out.println();
+			System.out.println("| outbox relay | runs | events/s (median, 1 KB payloads) | latency p50 / p99 at 1,000 events/s (ms) |");
+			System.out.println("| --- | ---: | ---: | --- |");
+			System.out.printf("| OUTBOX | %d | %.0f | %.1f / %.1f |%n", outbox.size(), throughput,
+					median(outbox, "latencyP50ms"), p99);
+			System.out.printf("  throughput >= 20000 events/s: %.0f  %s%n", throughput,
+					(throughput >= 20000) ? "met" : String.format("MISSED by %.0f%%", (1 - throughput / 20000) * 100));
+			System.out.printf("  p99 <= 50 ms: %.1f  %s%n", p99, (p99 <= 50) ? "met" : "MISSED");
+		}
 	}
 
 	private static String ratio(Scenario scenario, Map<Scenario, Double> steady) {

@@ -64,7 +64,7 @@ public final class BenchmarkScenario {
 					"spring.datasource.password=postgres",
 					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
 					"spring.kafka.consumer.auto-offset-reset=earliest", "spring.data.redis.url=" + infrastructure.getProperty("redis"),
-					"idempotency.cache.enabled=" + scenario.cache, "bench.topic=" + topic, "bench.group=" + group,
+					"idempotency.cache.enabled=" + scenario.cache, "idempotency.outbox.relay-enabled=false", "bench.topic=" + topic, "bench.group=" + group,
 					"bench.listener=" + scenario.listener.name(), "bench.messages=" + messages)
 			.properties(extraProperties())
 			.run()) {

@@ -6,7 +6,6 @@ import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageCleanup;
 import dev.idempotency.store.ProcessedMessageStore;
-import org.flywaydb.core.Flyway;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -17,17 +16,15 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 
 /**
  * Auto-configuration of the JDBC (PostgreSQL) processed-message store on the
- * application's {@code DataSource}, its schema migration and its retention cleanup.
+ * application's {@code DataSource} and its retention cleanup.
  */
-@AutoConfiguration(before = IdempotencyAutoConfiguration.class,
-		afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
-				"org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration" })
+@AutoConfiguration(before = IdempotencyAutoConfiguration.class, after = IdempotencySchemaAutoConfiguration.class,
+		afterName = "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration")
 @ConditionalOnClass({ KafkaListener.class, JdbcTemplate.class })
 @ConditionalOnBooleanProperty(name = "idempotency.enabled", matchIfMissing = true)
 @ConditionalOnProperty(name = "idempotency.store.type", havingValue = "jdbc", matchIfMissing = true)
@@ -55,25 +52,6 @@ public final class IdempotencyJdbcStoreAutoConfiguration {
 		IdempotencyProperties.Jdbc jdbc = properties.store().jdbc();
 		return new ProcessedMessageCleanup(new JdbcTemplate(dataSource), jdbc.tableName(), jdbc.retention(),
 				jdbc.cleanupInterval(), metrics.getIfAvailable(() -> IdempotencyMetrics.NONE));
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	@ConditionalOnClass(Flyway.class)
-	@ConditionalOnBooleanProperty(name = "idempotency.flyway.enabled", matchIfMissing = true)
-	static class SchemaMigrationConfiguration {
-
-		@Bean
-		IdempotencySchemaMigration idempotencySchemaMigration(DataSource dataSource,
-				IdempotencyProperties properties) {
-			return new IdempotencySchemaMigration(dataSource, properties.store().jdbc().tableName(),
-					properties.flyway().table());
-		}
-
-		@Bean
-		static SchemaMigrationOrdering idempotencySchemaMigrationOrdering() {
-			return new SchemaMigrationOrdering();
-		}
-
 	}
 
 }

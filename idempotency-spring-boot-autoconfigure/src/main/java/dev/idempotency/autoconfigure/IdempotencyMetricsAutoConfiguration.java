@@ -2,6 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.metrics.MicrometerOutboxMetrics;
+import dev.idempotency.outbox.OutboxMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -14,7 +16,7 @@ import org.springframework.context.annotation.Bean;
  * Auto-configuration of the idempotency meters, when the application has a Micrometer
  * {@link MeterRegistry}.
  */
-@AutoConfiguration(before = IdempotencyAutoConfiguration.class,
+@AutoConfiguration(before = { IdempotencyAutoConfiguration.class, IdempotencyOutboxAutoConfiguration.class },
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
 				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
 				"org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration" })
@@ -26,6 +28,13 @@ public final class IdempotencyMetricsAutoConfiguration {
 	@ConditionalOnMissingBean
 	IdempotencyMetrics idempotencyMetrics(MeterRegistry meterRegistry) {
 		return new MicrometerIdempotencyMetrics(meterRegistry);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnClass(name = "org.springframework.kafka.core.KafkaTemplate")
+	OutboxMetrics outboxMetrics(MeterRegistry meterRegistry) {
+		return new MicrometerOutboxMetrics(meterRegistry);
 	}
 
 }

@@ -29,13 +29,15 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param store The processed-message store.
  * @param flyway The schema migrations run by the starter.
  * @param cache The Redis cache of processed keys in front of the JDBC store.
+ * @param outbox The transactional outbox and its relay.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@DefaultValue("X-Idempotency-Key") String keyHeader,
 		@DefaultValue("record-coordinates") MissingKeyPolicy missingKey, @DefaultValue("5s") Duration lockTimeout,
 		@Nullable String transactionManager, @DefaultValue(DEFAULT_ADVISOR_ORDER) int advisorOrder,
-		@DefaultValue Store store, @DefaultValue Flyway flyway, @DefaultValue Cache cache) {
+		@DefaultValue Store store, @DefaultValue Flyway flyway, @DefaultValue Cache cache,
+		@DefaultValue Outbox outbox) {
 
 	/**
 	 * Default order of the advisor: just outside the transaction advisor, which has the
@@ -50,6 +52,15 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		if (lockTimeout.isNegative()) {
 			throw new IllegalArgumentException("idempotency.lock-timeout must not be negative, was " + lockTimeout);
 		}
+	}
+
+	/**
+	 * Return the validated outbox table name, in the schema of the processed-messages
+	 * table.
+	 * @return the outbox table
+	 */
+	public TableName outboxTableName() {
+		return new TableName(this.store.jdbc().schema(), this.outbox.table());
 	}
 
 	/**
@@ -125,6 +136,72 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						"idempotency.cache.failure-threshold must be at least 1, was " + failureThreshold);
 			}
 		}
+
+	}
+
+	/**
+	 * The transactional outbox and its relay.
+	 *
+	 * @param enabled Whether to provide the Outbox bean and run the relay, when the
+	 * application has a DataSource and spring-kafka.
+	 * @param table Name of the outbox table, in the schema of the processed-messages table.
+	 * @param relayEnabled Whether this instance runs a relay. Switch off on instances that
+	 * only write events.
+	 * @param batchSize Maximum number of events claimed and sent per relay cycle.
+	 * @param pollInterval How long the relay waits for new events when it found fewer than
+	 * a batch. A commit on this instance wakes it at once.
+	 * @param lease How long a claimed batch belongs to one relay instance. After that,
+	 * another instance may publish the events again (consumers deduplicate by event id).
+	 * @param sendTimeout How long the relay waits for the broker's acknowledgments of a
+	 * batch.
+	 * @param maxAttempts Number of attempts after which an event is DEAD.
+	 * @param initialBackoff Delay after the first failed attempt.
+	 * @param backoffMultiplier Factor between consecutive delays.
+	 * @param maxBackoff Longest delay between attempts.
+	 * @param jitter Fraction of each delay that is randomized, from 0 to 1.
+	 * @param completion What happens to a sent event: "delete" it, or "mark" it SENT and
+	 * purge it after the retention.
+	 * @param retention How long events marked SENT are kept.
+	 * @param shutdownTimeout How long stopping waits for the batch in flight.
+	 */
+	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
+			@DefaultValue("true") boolean relayEnabled, @DefaultValue("500") int batchSize,
+			@DefaultValue("500ms") Duration pollInterval, @DefaultValue("30s") Duration lease,
+			@DefaultValue("30s") Duration sendTimeout, @DefaultValue("10") int maxAttempts,
+			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
+			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
+			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
+			@DefaultValue("10s") Duration shutdownTimeout) {
+
+		public Outbox {
+			TableName.requireIdentifier(table, "idempotency.outbox.table");
+			if (batchSize < 1 || maxAttempts < 1) {
+				throw new IllegalArgumentException(
+						"idempotency.outbox.batch-size and idempotency.outbox.max-attempts must be at least 1");
+			}
+			if (backoffMultiplier < 1 || jitter < 0 || jitter > 1) {
+				throw new IllegalArgumentException("idempotency.outbox.backoff-multiplier must be at least 1 and "
+						+ "idempotency.outbox.jitter between 0 and 1");
+			}
+			requirePositive(pollInterval, "idempotency.outbox.poll-interval");
+			requirePositive(lease, "idempotency.outbox.lease");
+			requirePositive(sendTimeout, "idempotency.outbox.send-timeout");
+			requirePositive(initialBackoff, "idempotency.outbox.initial-backoff");
+			requirePositive(maxBackoff, "idempotency.outbox.max-backoff");
+		}
+
+	}
+
+	/**
+	 * What happens to an outbox event once the broker acknowledged it.
+	 */
+	public enum Completion {
+
+		/** Delete the row. */
+		DELETE,
+
+		/** Mark the row SENT and purge it after the retention. */
+		MARK
 
 	}
 

@@ -22,11 +22,15 @@ final class IdempotencySchemaMigration implements InitializingBean {
 
 	private final TableName processedMessages;
 
+	private final TableName outbox;
+
 	private final String historyTable;
 
-	IdempotencySchemaMigration(DataSource dataSource, TableName processedMessages, String historyTable) {
+	IdempotencySchemaMigration(DataSource dataSource, TableName processedMessages, TableName outbox,
+			String historyTable) {
 		this.dataSource = dataSource;
 		this.processedMessages = processedMessages;
+		this.outbox = outbox;
 		this.historyTable = historyTable;
 	}
 
@@ -41,7 +45,8 @@ final class IdempotencySchemaMigration implements InitializingBean {
 			.baselineOnMigrate(true)
 			.baselineVersion("0")
 			.placeholders(Map.of("processed_messages_table", this.processedMessages.qualified(),
-					"processed_messages_table_name", this.processedMessages.table()));
+					"processed_messages_table_name", this.processedMessages.table(), "outbox_table",
+					this.outbox.qualified(), "outbox_table_name", this.outbox.table()));
 		if (this.processedMessages.schema() != null) {
 			configuration.schemas(this.processedMessages.schema()).createSchemas(true);
 		}

@@ -37,7 +37,39 @@ public enum IdempotencyMeters {
 	/**
 	 * Counter of processed keys deleted from the JDBC store after their retention.
 	 */
-	CLEANUP_DELETED("idempotency.cleanup.deleted");
+	CLEANUP_DELETED("idempotency.cleanup.deleted"),
+
+	/**
+	 * Counter of outbox events acknowledged by the broker. Tag: {@code topic}.
+	 */
+	OUTBOX_PUBLISHED("idempotency.outbox.published"),
+
+	/**
+	 * Counter of failed attempts to publish outbox events. Tags: {@code topic},
+	 * {@code exception} (simple class name).
+	 */
+	OUTBOX_FAILURES("idempotency.outbox.failures"),
+
+	/**
+	 * Gauge of outbox events waiting to be published (refreshed every 10 seconds).
+	 */
+	OUTBOX_PENDING("idempotency.outbox.pending"),
+
+	/**
+	 * Gauge of dead outbox events (refreshed every 10 seconds).
+	 */
+	OUTBOX_DEAD("idempotency.outbox.dead"),
+
+	/**
+	 * Time gauge: age of the oldest pending outbox event.
+	 */
+	OUTBOX_OLDEST_AGE("idempotency.outbox.oldest.age"),
+
+	/**
+	 * Timer with histogram: from an event's insert in the outbox (in the committing
+	 * transaction) to the broker's acknowledgment. Tag: {@code topic}.
+	 */
+	OUTBOX_LATENCY("idempotency.outbox.latency");
 
 	private final String meterName;
 

@@ -50,8 +50,9 @@ class IdempotencyAutoConfigurationTests {
 		.withConfiguration(AutoConfigurations.of(
 				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
 				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencyJdbcStoreAutoConfiguration.class,
-				IdempotencyRedisAutoConfiguration.class, IdempotencyMetricsAutoConfiguration.class))
+				IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
+				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
+				IdempotencyMetricsAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
 				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
 				"spring.datasource.password=" + TestInfrastructure.postgres().password());

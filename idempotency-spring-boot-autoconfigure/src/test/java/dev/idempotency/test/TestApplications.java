@@ -1,6 +1,8 @@
 package dev.idempotency.test;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.springframework.boot.WebApplicationType;
@@ -20,6 +22,11 @@ public final class TestApplications {
 			+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
 			+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration";
 
+	/**
+	 * Property that runs the outbox relay, which test applications otherwise do not.
+	 */
+	public static final String WITH_RELAY = "idempotency.outbox.relay-enabled=true";
+
 	private TestApplications() {
 	}
 
@@ -36,12 +43,20 @@ public final class TestApplications {
 		// to whatever Redis listens on the default port. Tests of the cache switch it on
 		// with their own server.
 		defaults.put("idempotency.cache.enabled", "false");
+		// Every test application shares one outbox table: only the outbox tests run relays.
+		defaults.put("idempotency.outbox.relay-enabled", "false");
 		defaults.put("spring.kafka.consumer.properties[session.timeout.ms]", "6000");
 		defaults.put("spring.kafka.consumer.properties[heartbeat.interval.ms]", "500");
+		// Command-line arguments, so that they win over system properties (an embedded broker
+		// publishes its address in spring.kafka.bootstrap-servers).
+		for (String property : properties) {
+			int equals = property.indexOf('=');
+			defaults.put(property.substring(0, equals), property.substring(equals + 1));
+		}
+		List<String> arguments = new ArrayList<>();
+		defaults.forEach((name, value) -> arguments.add("--" + name + "=" + value));
 		return new SpringApplicationBuilder(configuration).web(WebApplicationType.NONE)
-			.properties(defaults)
-			.properties(properties)
-			.run();
+			.run(arguments.toArray(String[]::new));
 	}
 
 }

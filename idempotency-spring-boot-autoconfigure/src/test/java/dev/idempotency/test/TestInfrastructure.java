@@ -115,6 +115,8 @@ public final class TestInfrastructure {
 	private static String embeddedKafka() {
 		EmbeddedKafkaKraftBroker broker = new EmbeddedKafkaKraftBroker(1, 1);
 		broker.brokerProperty("group.initial.rebalance.delay.ms", "0");
+		// topics exist only when a test creates them, so that a missing topic can fail a send
+		broker.brokerProperty("auto.create.topics.enable", "false");
 		broker.afterPropertiesSet();
 		Runtime.getRuntime().addShutdownHook(new Thread(broker::destroy));
 		return broker.getBrokersAsString();

@@ -1,0 +1,154 @@
+package dev.idempotency.benchmarks;
+
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxRelay;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.micrometer.core.instrument.distribution.ValueAtPercentile;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The outbox relay's throughput (events written while the relay is stopped, then relayed
+ * as fast as it can) and its commit-to-acknowledgment latency at a steady 1,000 events/s
+ * (one event per transaction). Payloads are 1 KB. Prints one {@code RESULT} line.
+ */
+public final class OutboxBenchmark {
+
+	private OutboxBenchmark() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		Properties infrastructure = new Properties();
+		try (InputStream in = Files.newInputStream(Path.of(args[0]))) {
+			infrastructure.load(in);
+		}
+		int events = Integer.parseInt(args[1]);
+		String run = UUID.randomUUID().toString().substring(0, 8);
+		String throughputTopic = "outbox-throughput-" + run;
+		String warmupTopic = "outbox-warmup-" + run;
+		String latencyTopic = "outbox-latency-" + run;
+		try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+				infrastructure.getProperty("kafka")))) {
+			admin.createTopics(List.of(new NewTopic(throughputTopic, 4, (short) 1), new NewTopic(warmupTopic, 4, (short) 1),
+					new NewTopic(latencyTopic, 4, (short) 1)))
+				.all()
+				.get();
+		}
+		try (ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
+			.web(WebApplicationType.NONE)
+			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
+					"spring.datasource.url=" + infrastructure.getProperty("jdbc"), "spring.datasource.username=postgres",
+					"spring.datasource.password=postgres",
+					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
+					"spring.datasource.hikari.maximum-pool-size=4")
+			.run()) {
+			Outbox outbox = context.getBean(Outbox.class);
+			TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			MeterRegistry meters = context.getBean(MeterRegistry.class);
+			String payload = "x".repeat(1024);
+
+			// throughput: a backlog written while the relay is stopped
+			relay.stop();
+			for (int written = 0; written < events; written += 1000) {
+				int start = written;
+				transactions.executeWithoutResult((status) -> {
+					for (int i = start; i < Math.min(start + 1000, events); i++) {
+						outbox.publish(throughputTopic, "key-" + (i % 100), payload);
+					}
+				});
+			}
+			long begin = System.nanoTime();
+			relay.start();
+			while (published(meters, throughputTopic) < events) {
+				Thread.sleep(5);
+			}
+			double throughput = events / ((System.nanoTime() - begin) / 1e9);
+
+			// latency: one event per transaction at 1,000 events/s; 5 s of warm-up, 10 s measured
+			steady(transactions, outbox, warmupTopic, payload, 5);
+			long measured = steady(transactions, outbox, latencyTopic, payload, 10);
+			while (published(meters, latencyTopic) < measured) {
+				Thread.sleep(5);
+			}
+			Timer latency = meters.get("idempotency.outbox.latency").tag("topic", latencyTopic).timer();
+			double p50 = 0;
+			double p99 = 0;
+			for (ValueAtPercentile value : latency.takeSnapshot().percentileValues()) {
+				if (value.percentile() == 0.5) {
+					p50 = value.value(TimeUnit.MILLISECONDS);
+				}
+				else if (value.percentile() == 0.99) {
+					p99 = value.value(TimeUnit.MILLISECONDS);
+				}
+			}
+			System.out.println(String.format("RESULT scenario=OUTBOX events=%d throughput=%.0f steadyEvents=%d "
+					+ "latencyP50ms=%.1f latencyP99ms=%.1f", events, throughput, measured, p50, p99));
+		}
+	}
+
+	private static long steady(TransactionTemplate transactions, Outbox outbox, String topic, String payload,
+			int seconds) throws InterruptedException {
+		AtomicLong written = new AtomicLong();
+		ScheduledExecutorService writer = Executors.newSingleThreadScheduledExecutor();
+		writer.scheduleAtFixedRate(() -> transactions.executeWithoutResult((status) -> {
+			outbox.publish(topic, "key-" + (written.get() % 100), payload);
+			written.incrementAndGet();
+		}), 0, 1, TimeUnit.MILLISECONDS);
+		Thread.sleep(seconds * 1000L);
+		writer.shutdown();
+		writer.awaitTermination(10, TimeUnit.SECONDS);
+		return written.get();
+	}
+
+	private static double published(MeterRegistry meters, String topic) {
+		Counter counter = meters.find("idempotency.outbox.published").tag("topic", topic).counter();
+		return (counter != null) ? counter.count() : 0;
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		MeterFilter latencyPercentiles() {
+			return new MeterFilter() {
+				@Override
+				public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
+					if (id.getName().equals("idempotency.outbox.latency")) {
+						return DistributionStatisticConfig.builder().percentiles(0.5, 0.99).build().merge(config);
+					}
+					return config;
+				}
+			};
+		}
+
+	}
+
+}

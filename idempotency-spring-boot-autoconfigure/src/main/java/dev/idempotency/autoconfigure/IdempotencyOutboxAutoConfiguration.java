@@ -1,0 +1,129 @@
+package dev.idempotency.autoconfigure;
+
+import java.util.HashMap;
+import java.util.Map;
+
+import javax.sql.DataSource;
+
+import dev.idempotency.outbox.DefaultOutboxPayloadSerializer;
+import dev.idempotency.outbox.JdbcOutbox;
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxDeadLetters;
+import dev.idempotency.outbox.OutboxMetrics;
+import dev.idempotency.outbox.OutboxPayloadSerializer;
+import dev.idempotency.outbox.OutboxRelay;
+import dev.idempotency.outbox.OutboxRepository;
+import dev.idempotency.outbox.OutboxSettings;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import tools.jackson.databind.ObjectMapper;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.core.ProducerFactory;
+import org.springframework.kafka.support.ProducerListener;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Auto-configuration of the transactional outbox: the {@link Outbox} bean on the
+ * application's {@code DataSource}, and the relay that publishes with an idempotent
+ * producer built from the application's Kafka producer settings.
+ */
+@AutoConfiguration(after = IdempotencySchemaAutoConfiguration.class,
+		afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+				"org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration" })
+@ConditionalOnClass({ KafkaTemplate.class, JdbcTemplate.class })
+@ConditionalOnBooleanProperty(name = "idempotency.enabled", matchIfMissing = true)
+@ConditionalOnBooleanProperty(name = "idempotency.outbox.enabled", matchIfMissing = true)
+@ConditionalOnSingleCandidate(DataSource.class)
+@ConditionalOnBean(ProducerFactory.class)
+@EnableConfigurationProperties(IdempotencyProperties.class)
+public final class IdempotencyOutboxAutoConfiguration {
+
+	@Bean
+	@ConditionalOnMissingBean
+	OutboxRepository outboxRepository(DataSource dataSource, IdempotencyProperties properties,
+			ObjectProvider<IdempotencySchemaMigration> schemaMigration) {
+		// The table must exist before the first event.
+		schemaMigration.ifAvailable((migration) -> {
+		});
+		return new OutboxRepository(new JdbcTemplate(dataSource),
+				new TransactionTemplate(new DataSourceTransactionManager(dataSource)), properties.outboxTableName());
+	}
+
+	@Bean
+	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
+	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
+			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics) {
+		Map<String, Object> configs = new HashMap<>(producerFactory.getConfigurationProperties());
+		// An idempotent producer keeps the partition order of pipelined sends across retries.
+		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+		configs.put(ProducerConfig.ACKS_CONFIG, "all");
+		configs.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
+				new StringSerializer(), new ByteArraySerializer());
+		IdempotencyProperties.Outbox outbox = properties.outbox();
+		OutboxSettings settings = new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(),
+				outbox.sendTimeout(), outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(),
+				outbox.maxBackoff(), outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE,
+				outbox.retention(), outbox.shutdownTimeout());
+		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
+		// the relay records and logs failures itself, once per batch
+		template.setProducerListener(new ProducerListener<>() {
+		});
+		return new OutboxRelay(repository, template, settings, metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	Outbox outbox(OutboxRepository repository, OutboxPayloadSerializer serializer,
+			ObjectProvider<OutboxRelay> relay) {
+		return new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	OutboxDeadLetters outboxDeadLetters(OutboxRepository repository, ObjectProvider<OutboxRelay> relay) {
+		return new OutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(ObjectMapper.class)
+	static class JacksonPayloadConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		OutboxPayloadSerializer outboxPayloadSerializer(ObjectProvider<ObjectMapper> objectMapper) {
+			ObjectMapper mapper = objectMapper.getIfAvailable();
+			return new DefaultOutboxPayloadSerializer((mapper != null) ? mapper::writeValueAsBytes : null);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnMissingClass("tools.jackson.databind.ObjectMapper")
+	static class PlainPayloadConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		OutboxPayloadSerializer outboxPayloadSerializer() {
+			return new DefaultOutboxPayloadSerializer(null);
+		}
+
+	}
+
+}

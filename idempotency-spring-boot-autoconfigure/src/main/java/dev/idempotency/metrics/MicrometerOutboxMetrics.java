@@ -1,0 +1,85 @@
+package dev.idempotency.metrics;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.idempotency.outbox.OutboxMetrics;
+import dev.idempotency.outbox.OutboxRepository;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.TimeGauge;
+import io.micrometer.core.instrument.Timer;
+
+/**
+ * {@link OutboxMetrics} on a Micrometer {@link MeterRegistry}: the
+ * {@code idempotency.outbox.*} meters.
+ */
+public final class MicrometerOutboxMetrics implements OutboxMetrics {
+
+	private final MeterRegistry registry;
+
+	private final Map<String, TopicMeters> topics = new ConcurrentHashMap<>();
+
+	private final AtomicReference<OutboxRepository.Stats> stats = new AtomicReference<>(
+			new OutboxRepository.Stats(0, 0, null));
+
+	public MicrometerOutboxMetrics(MeterRegistry registry) {
+		this.registry = registry;
+		Gauge.builder(IdempotencyMeters.OUTBOX_PENDING.meterName(), this.stats, (s) -> s.get().pending())
+			.description("Outbox events waiting to be published")
+			.register(registry);
+		Gauge.builder(IdempotencyMeters.OUTBOX_DEAD.meterName(), this.stats, (s) -> s.get().dead())
+			.description("Outbox events that failed every attempt")
+			.register(registry);
+		TimeGauge.builder(IdempotencyMeters.OUTBOX_OLDEST_AGE.meterName(), this.stats, TimeUnit.MILLISECONDS,
+				(s) -> {
+					Instant oldest = s.get().oldest();
+					return (oldest != null) ? Duration.between(oldest, Instant.now()).toMillis() : 0;
+				})
+			.description("Age of the oldest pending outbox event")
+			.register(registry);
+	}
+
+	@Override
+	public void published(String topic, Duration latency) {
+		TopicMeters meters = this.topics.computeIfAbsent(topic, this::topicMeters);
+		meters.published().increment();
+		meters.latency().record(latency);
+	}
+
+	private TopicMeters topicMeters(String topic) {
+		return new TopicMeters(Counter.builder(IdempotencyMeters.OUTBOX_PUBLISHED.meterName())
+			.description("Outbox events acknowledged by the broker")
+			.tag("topic", topic)
+			.register(this.registry),
+				Timer.builder(IdempotencyMeters.OUTBOX_LATENCY.meterName())
+					.description("Time from an event's insert in the outbox to the broker's acknowledgment")
+					.tag("topic", topic)
+					.publishPercentileHistogram()
+					.register(this.registry));
+	}
+
+	private record TopicMeters(Counter published, Timer latency) {
+	}
+
+	@Override
+	public void failed(String topic, Throwable exception) {
+		Counter.builder(IdempotencyMeters.OUTBOX_FAILURES.meterName())
+			.description("Failed attempts to publish outbox events")
+			.tag("topic", topic)
+			.tag("exception", exception.getClass().getSimpleName())
+			.register(this.registry)
+			.increment();
+	}
+
+	@Override
+	public void stats(OutboxRepository.Stats stats) {
+		this.stats.set(stats);
+	}
+
+}

@@ -1,0 +1,52 @@
+package dev.idempotency.outbox;
+
+import java.util.UUID;
+
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link Outbox} on the outbox table: the event is inserted in the caller's transaction,
+ * and the relay is woken up after that transaction commits.
+ */
+public final class JdbcOutbox implements Outbox {
+
+	private final OutboxRepository repository;
+
+	private final OutboxPayloadSerializer serializer;
+
+	private final Runnable wakeUp;
+
+	/**
+	 * Create an outbox.
+	 * @param repository the outbox table
+	 * @param serializer turns payloads into bytes
+	 * @param wakeUp wakes the local relay after a commit
+	 */
+	public JdbcOutbox(OutboxRepository repository, OutboxPayloadSerializer serializer, Runnable wakeUp) {
+		this.repository = repository;
+		this.serializer = serializer;
+		this.wakeUp = wakeUp;
+	}
+
+	@Override
+	public UUID publish(OutboxEvent event) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+			throw new IllegalTransactionStateException("Outbox.publish must be called inside a transaction, so that "
+					+ "the event is published if and only if the transaction commits; call it from @Transactional "
+					+ "(or @Idempotent listener) code");
+		}
+		byte[] payload = this.serializer.serialize(event.payload());
+		UUID eventId = UUID.randomUUID();
+		this.repository.insert(eventId, event, payload);
+		TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+			@Override
+			public void afterCommit() {
+				JdbcOutbox.this.wakeUp.run();
+			}
+		});
+		return eventId;
+	}
+
+}

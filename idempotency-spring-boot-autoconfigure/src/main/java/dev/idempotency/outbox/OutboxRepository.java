@@ -1,0 +1,275 @@
+package dev.idempotency.outbox;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import dev.idempotency.store.TableName;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionOperations;
+
+/**
+ * The SQL of the outbox: insert in the caller's transaction; claim, complete, fail and
+ * re-queue for the relay, each one statement (the claim in a short transaction of its
+ * own).
+ */
+public final class OutboxRepository {
+
+	private static final String INSERT = """
+			INSERT INTO %s (event_id, aggregate_type, aggregate_id, type, topic, payload, headers)
+			VALUES (?, ?, ?, ?, ?, ?, jsonb_object(?::text[], ?::text[]))
+			""";
+
+	// One relay instance claims at a time (a transaction-scoped advisory lock), so that
+	// the order check sees every other instance's committed leases. An event is claimable
+	// when it is due, not leased, and no older event of its key is dead, backing off or
+	// leased elsewhere; older claimable events of the key come first in id order and are
+	// claimed in the same batch.
+	private static final String CLAIM = """
+			WITH due AS (
+			    SELECT o.id FROM %1$s o
+			    WHERE o.status = 'PENDING' AND o.next_attempt_at <= now()
+			      AND (o.lease_until IS NULL OR o.lease_until < now())
+			      AND NOT EXISTS (
+			          SELECT 1 FROM %1$s older
+			          WHERE older.aggregate_id = o.aggregate_id AND older.id < o.id AND older.status <> 'SENT'
+			            AND (older.status = 'DEAD' OR older.next_attempt_at > now() OR older.lease_until >= now()))
+			    ORDER BY o.id
+			    LIMIT ?
+			    FOR UPDATE SKIP LOCKED)
+			UPDATE %1$s SET lease_owner = ?, lease_until = now() + make_interval(secs => ?)
+			FROM due WHERE %1$s.id = due.id
+			RETURNING %1$s.id, event_id, aggregate_id, topic, payload, type, aggregate_type, attempts, created_at,
+			    ARRAY(SELECT key FROM jsonb_each_text(headers) ORDER BY key) AS header_names,
+			    ARRAY(SELECT value FROM jsonb_each_text(headers) ORDER BY key) AS header_values
+			""";
+
+	private static final String LOCK = "SELECT pg_advisory_xact_lock(?)";
+
+	private static final String DELETE_SENT = "DELETE FROM %s WHERE id = ANY(?) AND lease_owner = ?";
+
+	private static final String MARK_SENT = """
+			UPDATE %s SET status = 'SENT', sent_at = now(), lease_owner = NULL, lease_until = NULL
+			WHERE id = ANY(?) AND lease_owner = ?
+			""";
+
+	private static final String FAIL = """
+			UPDATE %s SET attempts = attempts + CASE WHEN failed.attempted THEN 1 ELSE 0 END,
+			    last_error = failed.error,
+			    status = CASE WHEN failed.attempted AND attempts + 1 >= ? THEN 'DEAD' ELSE 'PENDING' END,
+			    next_attempt_at = now() + make_interval(secs => failed.delay_seconds),
+			    lease_owner = NULL, lease_until = NULL
+			FROM unnest(?::bigint[], ?::text[], ?::float8[], ?::boolean[])
+			    AS failed (id, error, delay_seconds, attempted)
+			WHERE %s.id = failed.id AND lease_owner = ?
+			RETURNING %s.id, status
+			""";
+
+	private static final String RELEASE = """
+			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
+			""";
+
+	private static final String REQUEUE = """
+			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(), last_error = NULL
+			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
+			""";
+
+	private static final String PURGE = """
+			DELETE FROM %s WHERE status = 'SENT' AND sent_at < now() - make_interval(secs => ?)
+			""";
+
+	private static final String STATS = """
+			SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
+			       count(*) FILTER (WHERE status = 'DEAD') AS dead,
+			       min(created_at) FILTER (WHERE status = 'PENDING') AS oldest
+			FROM %s WHERE status <> 'SENT'
+			""";
+
+	private final JdbcTemplate jdbc;
+
+	private final TransactionOperations transactions;
+
+	private final long lockKey;
+
+	private final String insertSql;
+
+	private final String claimSql;
+
+	private final String deleteSentSql;
+
+	private final String markSentSql;
+
+	private final String failSql;
+
+	private final String releaseSql;
+
+	private final String requeueSql;
+
+	private final String purgeSql;
+
+	private final String statsSql;
+
+	/**
+	 * Create a repository.
+	 * @param jdbc the template on the application's {@code DataSource}
+	 * @param transactions runs the claim in a short transaction of its own
+	 * @param table the outbox table, validated
+	 */
+	public OutboxRepository(JdbcTemplate jdbc, TransactionOperations transactions, TableName table) {
+		this.jdbc = jdbc;
+		this.transactions = transactions;
+		String name = table.qualified();
+		this.lockKey = ("idempotency-outbox:" + name).hashCode();
+		this.insertSql = INSERT.formatted(name);
+		this.claimSql = CLAIM.formatted(name);
+		this.deleteSentSql = DELETE_SENT.formatted(name);
+		this.markSentSql = MARK_SENT.formatted(name);
+		this.failSql = FAIL.formatted(name, name, name);
+		this.releaseSql = RELEASE.formatted(name);
+		this.requeueSql = REQUEUE.formatted(name);
+		this.purgeSql = PURGE.formatted(name);
+		this.statsSql = STATS.formatted(name);
+	}
+
+	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
+		String[] names = event.headers().keySet().toArray(String[]::new);
+		String[] values = event.headers().values().toArray(String[]::new);
+		this.jdbc.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.insertSql);
+			statement.setObject(1, eventId);
+			statement.setString(2, event.aggregateType());
+			statement.setString(3, event.key());
+			statement.setString(4, event.type());
+			statement.setString(5, event.topic());
+			statement.setBytes(6, payload);
+			statement.setArray(7, connection.createArrayOf("text", names));
+			statement.setArray(8, connection.createArrayOf("text", values));
+			return statement;
+		});
+	}
+
+	List<OutboxRecord> claim(String owner, int limit, Duration lease) {
+		List<OutboxRecord> claimed = this.transactions.execute((status) -> {
+			this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
+			return this.jdbc.query(this.claimSql, OutboxRepository::record, limit, owner,
+					lease.toMillis() / 1000.0);
+		});
+		List<OutboxRecord> ordered = new ArrayList<>((claimed != null) ? claimed : List.of());
+		ordered.sort(Comparator.comparingLong(OutboxRecord::id));
+		return ordered;
+	}
+
+	int complete(List<Long> ids, String owner, boolean delete) {
+		if (ids.isEmpty()) {
+			return 0;
+		}
+		return this.jdbc.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(delete ? this.deleteSentSql : this.markSentSql);
+			statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
+			statement.setString(2, owner);
+			return statement;
+		});
+	}
+
+	/**
+	 * Record failed attempts and schedule the next ones.
+	 * @return the ids that became {@code DEAD}
+	 */
+	List<Long> fail(Map<Long, Failure> failures, String owner, int maxAttempts) {
+		if (failures.isEmpty()) {
+			return List.of();
+		}
+		Long[] ids = failures.keySet().toArray(Long[]::new);
+		String[] errors = new String[ids.length];
+		Double[] delays = new Double[ids.length];
+		Boolean[] attempted = new Boolean[ids.length];
+		for (int i = 0; i < ids.length; i++) {
+			Failure failure = failures.get(ids[i]);
+			errors[i] = failure.error();
+			delays[i] = failure.delay().toMillis() / 1000.0;
+			attempted[i] = failure.attempted();
+		}
+		List<Long> dead = new ArrayList<>();
+		this.jdbc.query((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.failSql);
+			statement.setInt(1, maxAttempts);
+			statement.setArray(2, connection.createArrayOf("int8", ids));
+			statement.setArray(3, connection.createArrayOf("text", errors));
+			statement.setArray(4, connection.createArrayOf("float8", delays));
+			statement.setArray(5, connection.createArrayOf("bool", attempted));
+			statement.setString(6, owner);
+			return statement;
+		}, (ResultSet row) -> {
+			if ("DEAD".equals(row.getString(2))) {
+				dead.add(row.getLong(1));
+			}
+		});
+		return dead;
+	}
+
+	int release(String owner) {
+		return this.jdbc.update(this.releaseSql, owner);
+	}
+
+	/**
+	 * Put dead events back in line.
+	 * @param eventId the event to re-queue, or {@code null} for all dead events
+	 * @return the number re-queued
+	 */
+	int requeueDead(UUID eventId) {
+		return this.jdbc.update(this.requeueSql, eventId, eventId);
+	}
+
+	int purgeSent(Duration retention) {
+		return this.jdbc.update(this.purgeSql, retention.toMillis() / 1000.0);
+	}
+
+	Stats stats() {
+		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new Stats(row.getLong("pending"),
+				row.getLong("dead"), (row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
+	}
+
+	private static OutboxRecord record(ResultSet row, int rowNum) throws SQLException {
+		String[] names = (String[]) row.getArray("header_names").getArray();
+		String[] values = (String[]) row.getArray("header_values").getArray();
+		Map<String, String> headers = new LinkedHashMap<>();
+		for (int i = 0; i < names.length; i++) {
+			headers.put(names[i], values[i]);
+		}
+		return new OutboxRecord(row.getLong("id"), row.getObject("event_id", UUID.class), row.getString("aggregate_id"),
+				row.getString("topic"), row.getBytes("payload"), headers, row.getString("type"),
+				row.getString("aggregate_type"), row.getInt("attempts"), row.getTimestamp("created_at").toInstant());
+	}
+
+	/**
+	 * Why an event was not sent, and when to try again.
+	 *
+	 * @param error the error
+	 * @param delay the delay before the next attempt
+	 * @param attempted whether a send was attempted (counts towards the maximum), or the
+	 * event was held back because an earlier send to its topic had just failed
+	 */
+	record Failure(String error, Duration delay, boolean attempted) {
+	}
+
+	/**
+	 * The state of the outbox table.
+	 *
+	 * @param pending events waiting to be published
+	 * @param dead events that failed every attempt
+	 * @param oldest when the oldest pending event was written, or {@code null}
+	 */
+	public record Stats(long pending, long dead, @Nullable Instant oldest) {
+	}
+
+}
