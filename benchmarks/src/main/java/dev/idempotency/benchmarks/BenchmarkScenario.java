@@ -95,7 +95,7 @@ public final class BenchmarkScenario {
 	}
 
 	// BENCH_PROPERTIES="name=value name=value" tries a setting without editing the harness
-	private static String[] extraProperties() {
+	static String[] extraProperties() {
 		String extra = System.getenv("BENCH_PROPERTIES");
 		return (extra == null || extra.isBlank()) ? new String[0] : extra.trim().split("\\s+");
 	}

@@ -67,6 +67,7 @@ public final class OutboxBenchmark {
 					"spring.datasource.password=postgres",
 					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
 					"spring.datasource.hikari.maximum-pool-size=4")
+			.properties(BenchmarkScenario.extraProperties())
 			.run()) {
 			Outbox outbox = context.getBean(Outbox.class);
 			TransactionTemplate transactions = context.getBean(TransactionTemplate.class);

@@ -62,7 +62,8 @@ public final class IdempotencyOutboxAutoConfiguration {
 		schemaMigration.ifAvailable((migration) -> {
 		});
 		return new OutboxRepository(new JdbcTemplate(dataSource),
-				new TransactionTemplate(new DataSourceTransactionManager(dataSource)), properties.outboxTableName());
+				new TransactionTemplate(new DataSourceTransactionManager(dataSource)), properties.outboxTableName(),
+				properties.outbox().batchSize());
 	}
 
 	@Bean

@@ -99,10 +99,12 @@ public final class OutboxRelay implements SmartLifecycle {
 	 * @return the number of events claimed
 	 */
 	public int relayOnce() {
-		List<OutboxRecord> batch = this.repository.claim(this.owner, this.settings.batchSize(), this.settings.lease());
+		long started = System.nanoTime();
+		List<OutboxRecord> batch = this.repository.claim(this.owner, this.settings.lease());
 		if (batch.isEmpty()) {
 			return 0;
 		}
+		long claimed = System.nanoTime();
 		List<@Nullable CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>(batch.size());
 		Map<String, Throwable> failingTopics = new HashMap<>();
 		for (OutboxRecord event : batch) {
@@ -140,6 +142,7 @@ public final class OutboxRelay implements SmartLifecycle {
 				failed.put(event.id(), failure(event, ex));
 			}
 		}
+		long acknowledged = System.nanoTime();
 		this.repository.complete(sent, this.owner, this.settings.deleteSent());
 		List<Long> dead = this.repository.fail(failed, this.owner, this.settings.maxAttempts());
 		if (!failed.isEmpty()) {
@@ -151,6 +154,12 @@ public final class OutboxRelay implements SmartLifecycle {
 			if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 				producers.reset();
 			}
+		}
+		if (logger.isDebugEnabled()) {
+			long done = System.nanoTime();
+			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "
+					+ "completion %.1f ms", sent.size(), batch.size(), (claimed - started) / 1e6,
+					(acknowledged - claimed) / 1e6, (done - acknowledged) / 1e6));
 		}
 		if (!dead.isEmpty()) {
 			logger.warn(dead.size() + " outbox events reached " + this.settings.maxAttempts()

@@ -105,7 +105,7 @@ class OutboxRelayFailureIntegrationTests {
 			});
 			// another relay claims the events, sends them, and dies before marking them sent
 			List<OutboxRecord> claimed = context.getBean(OutboxRepository.class)
-				.claim("relay-that-dies", 100, Duration.ofSeconds(2));
+				.claim("relay-that-dies", Duration.ofSeconds(2));
 			assertThat(claimed).hasSize(20);
 			sendAsTheDeadRelayDid(claimed);
 			relay.start();
