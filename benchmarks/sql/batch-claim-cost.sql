@@ -36,6 +36,6 @@ BEGIN
         SELECT k, '{"payment":"' || k || '","filler":"' || repeat('x', 160) || '"}' FROM unnest(keys) k;
         IF round > 10 THEN insert_ms := insert_ms + extract(epoch FROM clock_timestamp() - started) * 1000; END IF;
     END LOOP;
-    RAISE NOTICE 'per batch of 470: claim % ms, business insert % ms', round(claim_ms / 10, 2), round(insert_ms / 10, 2);
+    RAISE NOTICE 'per batch of 470: claim % ms, business insert % ms', round((claim_ms / 10)::numeric, 2), round((insert_ms / 10)::numeric, 2);
 END $$;
 DROP TABLE bench_claims, bench_rows;
