@@ -166,7 +166,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
 			@DefaultValue("true") boolean relayEnabled, @DefaultValue("500") int batchSize,
-			@DefaultValue("500ms") Duration pollInterval, @DefaultValue("30s") Duration lease,
+			@DefaultValue("500ms") Duration pollInterval, @DefaultValue("2m") Duration lease,
 			@DefaultValue("30s") Duration sendTimeout, @DefaultValue("10") int maxAttempts,
 			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
@@ -188,6 +188,11 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			requirePositive(sendTimeout, "idempotency.outbox.send-timeout");
 			requirePositive(initialBackoff, "idempotency.outbox.initial-backoff");
 			requirePositive(maxBackoff, "idempotency.outbox.max-backoff");
+			if (lease.compareTo(sendTimeout.multipliedBy(2)) < 0) {
+				throw new IllegalArgumentException("idempotency.outbox.lease (" + lease + ") must be at least twice "
+						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
+						+ "lease until its acknowledgments are in");
+			}
 		}
 
 	}

@@ -71,16 +71,20 @@ final class BatchInvoker {
 		String scope = method.scope();
 		ProcessedMessage[] messages = new ProcessedMessage[records.size()];
 		int rejected = 0;
+		int firstRejected = -1;
 		for (int i = 0; i < messages.length; i++) {
 			ConsumerRecord<?, ?> record = records.get(i);
 			Object payload = (payloads != null) ? payloads.get(i) : record.value();
 			String key = this.keyResolver.resolve(new InboundMessage(record, payload, method.method(),
 					method.idempotent()));
 			if (key == null || key.isBlank()) {
-				key = keyForMissing(record, i, method, metrics);
+				key = keyForMissing(record, method);
 			}
 			if (key == null) {
 				rejected++;
+				if (firstRejected < 0 && this.missingKeyPolicy == MissingKeyPolicy.REJECT) {
+					firstRejected = i;
+				}
 				continue;
 			}
 			messages[i] = new ProcessedMessage(scope, StoredKey.of(key), record.topic(), record.partition(),
@@ -107,15 +111,17 @@ final class BatchInvoker {
 		catch (CheckedListenerException ex) {
 			throw failed(claims, candidates.size(), metrics, ex.getCause());
 		}
+		catch (BatchListenerFailedException ex) {
+			// The listener named a record of the batch it saw, but the whole batch rolled back:
+			// the error handler must not commit the records before it.
+			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
+			throw failed(claims, candidates.size(), metrics,
+					(cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause));
+		}
 		catch (RuntimeException | Error ex) {
 			throw failed(claims, candidates.size(), metrics, ex);
 		}
-		for (Claim claim : claims) {
-			if (claim.isNew() && !claim.complete()) {
-				logger.warn("A claim in a batch of " + method.name() + " was lost before completion (lease expired "
-						+ "and taken over); its message may have been processed twice");
-			}
-		}
+		complete(claims, method);
 		if (this.cache != null) {
 			for (int index : candidates) {
 				this.cache.markProcessed(scope, messages[index].key());
@@ -128,11 +134,39 @@ final class BatchInvoker {
 					+ (candidates.size() - kept.size()) + " duplicates in the store, "
 					+ (records.size() - rejected - candidates.size()) + " in the cache, " + rejected + " rejected");
 		}
+		if (firstRejected >= 0) {
+			// Everything else in the batch is committed. Name the first record without a key, so
+			// that the error handler commits the records before it and retries or recovers from
+			// it; the records after it come back as duplicates.
+			ConsumerRecord<?, ?> record = records.get(firstRejected);
+			throw new BatchListenerFailedException("Record without idempotency key",
+					new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
+							method.name()),
+					firstRejected);
+		}
 		if (result == NOTHING_NEW) {
 			IdempotentListenerInterceptor.acknowledge(method, arguments);
 			return null;
 		}
 		return result;
+	}
+
+	private static void complete(List<Claim> claims, ListenerMethod method) {
+		for (Claim claim : claims) {
+			if (!claim.isNew()) {
+				continue;
+			}
+			try {
+				if (!claim.complete()) {
+					logger.warn("A claim in a batch of " + method.name() + " was lost before completion (lease "
+							+ "expired and taken over); its message may have been processed twice");
+				}
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not complete a claim in a batch of " + method.name()
+						+ " after its work committed: " + ex);
+			}
+		}
 	}
 
 	private @Nullable Object proceedWithNew(MethodInvocation invocation, ListenerMethod method, Object batch,
@@ -193,24 +227,15 @@ final class BatchInvoker {
 		return candidates;
 	}
 
-	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, int index, ListenerMethod method,
-			ListenerMetrics metrics) {
-		switch (this.missingKeyPolicy) {
-			case RECORD_COORDINATES:
-				return RecordCoordinates.keyOf(record);
-			case SKIP:
-				logger.warn("Skipped record " + record.topic() + "-" + record.partition() + "@" + record.offset()
-						+ " without idempotency key in batch of " + method.name() + " (idempotency.missing-key=skip)");
-				return null;
-			default:
-				metrics.message(Outcome.REJECTED, DecisionSource.NONE);
-				// Names the record, so that the error handler commits the records before it
-				// and retries or recovers from this one.
-				throw new BatchListenerFailedException("Record without idempotency key",
-						new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
-								method.name()),
-						index);
+	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, ListenerMethod method) {
+		if (this.missingKeyPolicy == MissingKeyPolicy.RECORD_COORDINATES) {
+			return RecordCoordinates.keyOf(record);
 		}
+		logger.warn((this.missingKeyPolicy == MissingKeyPolicy.SKIP ? "Skipped" : "Rejected") + " record "
+				+ record.topic() + "-" + record.partition() + "@" + record.offset()
+				+ " without idempotency key in batch of " + method.name() + " (idempotency.missing-key="
+				+ this.missingKeyPolicy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + ")");
+		return null;
 	}
 
 	private Throwable failed(List<Claim> claims, int candidates, ListenerMetrics metrics, Throwable ex) {

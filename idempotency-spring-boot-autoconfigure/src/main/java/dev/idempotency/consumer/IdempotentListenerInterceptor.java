@@ -132,10 +132,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 			}
 			return duplicate(listener, message, arguments, DecisionSource.STORE);
 		}
-		if (claim != null && !claim.complete()) {
-			logger.warn("Claim of " + describe(message) + " in " + listener.method().name()
-					+ " was lost before completion (lease expired and taken over); the message may have been "
-					+ "processed twice");
+		if (claim != null) {
+			complete(claim, message, listener);
 		}
 		if (cache != null) {
 			cache.markProcessed(message.scope(), message.key());
@@ -145,6 +143,22 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 			logger.debug("Processed " + describe(message) + " in " + listener.method().name());
 		}
 		return result;
+	}
+
+	private static void complete(Claim claim, ProcessedMessage message, Listener listener) {
+		// the work is committed: a failure here must not send the record back for a retry
+		try {
+			if (!claim.complete()) {
+				logger.warn("Claim of " + describe(message) + " in " + listener.method().name()
+						+ " was lost before completion (lease expired and taken over); the message may have "
+						+ "been processed twice");
+			}
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not complete the claim of " + describe(message) + " in " + listener.method().name()
+					+ " after its work committed; a redelivery after the lease expires would process it again: "
+					+ ex);
+		}
 	}
 
 	private Claim claim(Listener listener, ProcessedMessage message) {

@@ -31,6 +31,8 @@ final class PollPrefetch {
 
 	private @Nullable Map<Coordinates, Answer> answers;
 
+	private @Nullable String scope;
+
 	private PollPrefetch(ConsumerRecords<?, ?> records) {
 		this.records = records;
 	}
@@ -51,6 +53,11 @@ final class PollPrefetch {
 		}
 		if (poll.answers == null) {
 			poll.answers = poll.prefetch(cache, resolver, method, scope);
+			poll.scope = scope;
+		}
+		if (!scope.equals(poll.scope)) {
+			// another handler of the same container, with a scope of its own
+			return cache.isProcessed(scope, key);
 		}
 		Answer answer = poll.answers.get(new Coordinates(record.topic(), record.partition(), record.offset()));
 		if (answer != null && answer.key().equals(key)) {

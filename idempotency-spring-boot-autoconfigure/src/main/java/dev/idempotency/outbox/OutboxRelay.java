@@ -284,8 +284,21 @@ public final class OutboxRelay implements SmartLifecycle {
 			}
 			if (relay.isAlive()) {
 				relay.interrupt();
+				try {
+					relay.join(this.settings.shutdownTimeout().toMillis());
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
 			}
 			this.thread = null;
+			if (relay.isAlive()) {
+				// still recording its batch: leave its leases to expire rather than release
+				// them under it, which would let its events be sent twice
+				logger.warn("The outbox relay did not stop within " + this.settings.shutdownTimeout()
+						+ "; its leases expire after " + this.settings.lease());
+				return;
+			}
 		}
 		try {
 			this.repository.release(this.owner);

@@ -34,8 +34,9 @@ public final class OutboxRepository {
 	// the order check sees every other instance's committed leases. An event is claimable
 	// when it is due, not leased, and no older event of its key is dead, backing off or
 	// leased elsewhere; older claimable events of the key come first in id order and are
-	// claimed in the same batch. Only dead, failed or leased events can block, and the
-	// check names that condition so that it runs on the small partial index of them.
+	// claimed in the same batch. Only dead, failed (or held back: last_error is set) or
+	// leased events can block, and the check names that condition so that it runs on the
+	// small partial index of them.
 	private static final String CLAIM = """
 			WITH due AS (
 			    SELECT o.id FROM %1$s o
@@ -45,7 +46,7 @@ public final class OutboxRepository {
 			          SELECT 1 FROM %1$s older
 			          WHERE older.aggregate_id = o.aggregate_id AND older.id < o.id
 			            AND (older.status = 'DEAD'
-			                 OR (older.status = 'PENDING' AND (older.attempts > 0 OR older.lease_owner IS NOT NULL)))
+			                 OR (older.status = 'PENDING' AND (older.last_error IS NOT NULL OR older.lease_owner IS NOT NULL)))
 			            AND (older.status = 'DEAD' OR older.next_attempt_at > now() OR older.lease_until >= now()))
 			    ORDER BY o.id
 			    LIMIT %2$d

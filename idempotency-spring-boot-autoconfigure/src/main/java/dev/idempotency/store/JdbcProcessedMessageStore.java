@@ -56,6 +56,15 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			RETURNING idempotency_key
 			""";
 
+	private static final String CLAIM_ALL_WITHOUT_TIMEOUT = """
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			FROM unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			    AS batch (idempotency_key, topic, partition, record_offset)
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING idempotency_key
+			""";
+
 	private static final String EXISTS = """
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
@@ -84,7 +93,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		boolean bounded = !lockTimeout.isZero() && !lockTimeout.isNegative();
 		this.claimSql = (bounded ? CLAIM : CLAIM_WITHOUT_TIMEOUT).formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
-		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		this.claimAllSql = (bounded ? CLAIM_ALL : CLAIM_ALL_WITHOUT_TIMEOUT).formatted(table.qualified());
 		this.lockTimeout = bounded ? Long.toString(Math.max(1, lockTimeout.toMillis())) : "";
 	}
 
@@ -150,16 +159,18 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			offsets[i] = message.offset();
 			i++;
 		}
-		String timeout = this.lockTimeout.isEmpty() ? "0" : this.lockTimeout;
 		try {
 			return this.jdbcTemplate.query((connection) -> {
 				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
-				statement.setString(1, timeout);
-				statement.setString(2, scope);
-				statement.setArray(3, connection.createArrayOf("varchar", keys));
-				statement.setArray(4, connection.createArrayOf("varchar", topics));
-				statement.setArray(5, connection.createArrayOf("int4", partitions));
-				statement.setArray(6, connection.createArrayOf("int8", offsets));
+				int index = 1;
+				if (!this.lockTimeout.isEmpty()) {
+					statement.setString(index++, this.lockTimeout);
+				}
+				statement.setString(index++, scope);
+				statement.setArray(index++, connection.createArrayOf("varchar", keys));
+				statement.setArray(index++, connection.createArrayOf("varchar", topics));
+				statement.setArray(index++, connection.createArrayOf("int4", partitions));
+				statement.setArray(index, connection.createArrayOf("int8", offsets));
 				return statement;
 			}, (row, rowNum) -> row.getString(1));
 		}

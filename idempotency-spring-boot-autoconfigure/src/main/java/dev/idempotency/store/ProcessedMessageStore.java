@@ -36,9 +36,25 @@ public interface ProcessedMessageStore {
 	default List<Claim> claimAll(List<ProcessedMessage> messages) {
 		List<Claim> claims = new ArrayList<>(messages.size());
 		Set<String> seen = new HashSet<>();
-		for (ProcessedMessage message : messages) {
-			boolean first = seen.add(message.scope() + '\0' + message.key());
-			claims.add(first ? claim(message) : Claim.DUPLICATE);
+		try {
+			for (ProcessedMessage message : messages) {
+				boolean first = seen.add(message.scope() + '\0' + message.key());
+				claims.add(first ? claim(message) : Claim.DUPLICATE);
+			}
+		}
+		catch (RuntimeException ex) {
+			// give back what this batch already took, so that its retry can take it again
+			for (Claim claim : claims) {
+				if (claim.isNew()) {
+					try {
+						claim.release();
+					}
+					catch (RuntimeException releaseFailure) {
+						ex.addSuppressed(releaseFailure);
+					}
+				}
+			}
+			throw ex;
 		}
 		return claims;
 	}

@@ -25,11 +25,12 @@ CREATE INDEX IF NOT EXISTS ${outbox_table_name}_pending_idx
     ON ${outbox_table} (id) WHERE status = 'PENDING';
 
 -- The per-key order check: does an older event of the same key block this one? Only
--- events that are dead, have failed before, or are leased can block, so only those are
--- indexed: the check stays cheap however long the backlog of a key is.
+-- events that are dead, have failed or been held back before (last_error is set), or are
+-- leased can block, so only those are indexed: the check stays cheap however long the
+-- backlog of a key is.
 CREATE INDEX IF NOT EXISTS ${outbox_table_name}_blocking_idx
     ON ${outbox_table} (aggregate_id, id)
-    WHERE status = 'DEAD' OR (status = 'PENDING' AND (attempts > 0 OR lease_owner IS NOT NULL));
+    WHERE status = 'DEAD' OR (status = 'PENDING' AND (last_error IS NOT NULL OR lease_owner IS NOT NULL));
 
 -- The purge of sent events kept for a retention period.
 CREATE INDEX IF NOT EXISTS ${outbox_table_name}_sent_idx

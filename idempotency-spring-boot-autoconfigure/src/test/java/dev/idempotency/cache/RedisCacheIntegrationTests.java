@@ -16,8 +16,8 @@ import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestMeters;
 import dev.idempotency.test.TestRedis;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
@@ -187,10 +187,7 @@ class RedisCacheIntegrationTests {
 	}
 
 	private static void awaitConsumed() {
-		TopicPartition partition = new TopicPartition(TOPIC, 0);
-		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(60))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset(GROUP, partition)).isEqualTo(end));
+		TestKafka.awaitCommitted(GROUP, new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
 	}
 
 	private static long redisCalls(String command) {
@@ -222,13 +219,7 @@ class RedisCacheIntegrationTests {
 	}
 
 	private static double count(String name, String... tags) {
-		return context.getBean(MeterRegistry.class)
-			.find(name)
-			.tags(tags)
-			.counters()
-			.stream()
-			.mapToDouble(Counter::count)
-			.sum();
+		return TestMeters.count(context, name, tags);
 	}
 
 	private static void sleep(long millis) {

@@ -119,10 +119,7 @@ class BatchListenerIntegrationTests {
 			TestKafka.send(topic, 0, key, Map.of(KEY, key));
 		}
 		container.start();
-		TopicPartition partition = new TopicPartition(topic, 0);
-		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset(listener, partition)).isEqualTo(end));
+		TestKafka.awaitCommitted(listener, new TopicPartition(topic, 0), Duration.ofSeconds(30));
 	}
 
 	private static int effects(String listener, String key) {

@@ -11,8 +11,7 @@ import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
+import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
@@ -118,13 +117,7 @@ class ConcurrentDuplicatesIntegrationTests {
 	}
 
 	private static double count(ConfigurableApplicationContext context, String outcome) {
-		return context.getBean(MeterRegistry.class)
-			.find("idempotency.messages")
-			.tags("outcome", outcome)
-			.counters()
-			.stream()
-			.mapToDouble(Counter::count)
-			.sum();
+		return TestMeters.count(context, "idempotency.messages", "outcome", outcome);
 	}
 
 	@SpringBootConfiguration

@@ -11,8 +11,7 @@ import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
+import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
@@ -222,13 +221,7 @@ class IdempotentListenerIntegrationTests {
 			case "flaky" -> "Flaky.apply";
 			default -> throw new IllegalArgumentException(listenerGroup);
 		};
-		return context.getBean(MeterRegistry.class)
-			.find("idempotency.messages")
-			.tags("listener", listener, "outcome", outcome)
-			.counters()
-			.stream()
-			.mapToDouble(Counter::count)
-			.sum();
+		return TestMeters.count(context, "idempotency.messages", "listener", listener, "outcome", outcome);
 	}
 
 	@SpringBootConfiguration

@@ -74,10 +74,7 @@ class MissingKeyPolicyIntegrationTests {
 	}
 
 	private static void awaitConsumed(String topic) {
-		TopicPartition partition = new TopicPartition(topic, 0);
-		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset(topic, partition)).isEqualTo(end));
+		TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
 	}
 
 	private static double rejected(ConfigurableApplicationContext context) {

@@ -83,10 +83,7 @@ class JpaTransactionIntegrationTests {
 	}
 
 	private static void awaitConsumed() {
-		TopicPartition partition = new TopicPartition(TOPIC, 0);
-		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("jpa", partition)).isEqualTo(end));
+		TestKafka.awaitCommitted("jpa", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
 	}
 
 	private static int rows(String table, String reference) {

@@ -11,6 +11,7 @@ import java.util.UUID;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestMeters;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
@@ -94,14 +95,7 @@ class OutboxIntegrationTests {
 				assertThat(TestConsumer.header(record, "X-Aggregate-Type")).isEqualTo("Order");
 			});
 		}
-		assertThat(first.getBean(MeterRegistry.class).get("idempotency.outbox.published").tag("topic", topic).counter()
-			.count() + second.getBean(MeterRegistry.class)
-			.find("idempotency.outbox.published")
-			.tag("topic", topic)
-			.counters()
-			.stream()
-			.mapToDouble((counter) -> counter.count())
-			.sum()).isEqualTo(1.0);
+		assertThat(published(first, topic) + published(second, topic)).isEqualTo(1.0);
 	}
 
 	@Test
@@ -157,20 +151,9 @@ class OutboxIntegrationTests {
 			assertThat(first.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value()
 					+ second.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value())
 				.isGreaterThanOrEqualTo(1.0);
-			assertThat(first.getBean(MeterRegistry.class)
-				.find("idempotency.outbox.failures")
-				.tag("topic", missing)
-				.counters()
-				.stream()
-				.mapToDouble((counter) -> counter.count())
-				.sum()
-					+ second.getBean(MeterRegistry.class)
-						.find("idempotency.outbox.failures")
-						.tag("topic", missing)
-						.counters()
-						.stream()
-						.mapToDouble((counter) -> counter.count())
-						.sum()).isEqualTo(3.0);
+			assertThat(TestMeters.count(first, "idempotency.outbox.failures", "topic", missing)
+					+ TestMeters.count(second, "idempotency.outbox.failures", "topic", missing))
+				.isEqualTo(3.0);
 			// the cause is fixed; the dead event and the one behind it go out, in order
 			TestInfrastructure.createTopic(missing, 1);
 			assertThat(deadLetters.requeue(poison)).isTrue();
@@ -192,13 +175,7 @@ class OutboxIntegrationTests {
 	}
 
 	private static double published(ConfigurableApplicationContext context, String topic) {
-		return context.getBean(MeterRegistry.class)
-			.find("idempotency.outbox.published")
-			.tag("topic", topic)
-			.counters()
-			.stream()
-			.mapToDouble((counter) -> counter.count())
-			.sum();
+		return TestMeters.count(context, "idempotency.outbox.published", "topic", topic);
 	}
 
 	@SpringBootConfiguration

@@ -11,7 +11,7 @@ import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
-import io.micrometer.core.instrument.MeterRegistry;
+import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -59,12 +59,9 @@ class OutboxRelayFailureIntegrationTests {
 					outbox.publish(topic, "key-" + (i % 5), Integer.toString(i));
 				}
 			});
-			MeterRegistry meters = context.getBean(MeterRegistry.class);
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			await().atMost(Duration.ofSeconds(30))
-				.until(() -> meters.find("idempotency.outbox.failures").counters().stream()
-					.mapToDouble((counter) -> counter.count())
-					.sum() >= 3);
+				.until(() -> TestMeters.count(context, "idempotency.outbox.failures") >= 3);
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM outage_outbox WHERE topic = ? AND status = 'PENDING'",
 					Integer.class, topic)).isEqualTo(50);
 			assertThat(jdbc.queryForObject("SELECT max(attempts) FROM outage_outbox WHERE topic = ?", Integer.class,
@@ -94,7 +91,8 @@ class OutboxRelayFailureIntegrationTests {
 		TestInfrastructure.createTopic(topic, 1);
 		try (ConfigurableApplicationContext context = TestApplications.run(Consumer.class, TestApplications.WITHOUT_JPA,
 				TestApplications.WITH_RELAY, "idempotency.outbox.table=failover_outbox",
-				"idempotency.flyway.table=failover_schema_history", "idempotency.outbox.lease=2s", "idempotency.outbox.poll-interval=200ms", "test.topic=" + topic)) {
+				"idempotency.flyway.table=failover_schema_history", "idempotency.outbox.lease=2s",
+				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.poll-interval=200ms", "test.topic=" + topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			relay.stop();
 			Outbox outbox = context.getBean(Outbox.class);
@@ -118,13 +116,7 @@ class OutboxRelayFailureIntegrationTests {
 				assertThat(consumer.receive(40, Duration.ofSeconds(20))).hasSize(40);
 			}
 			await().atMost(Duration.ofSeconds(20))
-				.until(() -> context.getBean(MeterRegistry.class)
-					.find("idempotency.messages")
-					.tag("outcome", "duplicate")
-					.counters()
-					.stream()
-					.mapToDouble((counter) -> counter.count())
-					.sum() == 20);
+				.until(() -> TestMeters.count(context, "idempotency.messages", "outcome", "duplicate") == 20);
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM failover_effects", Integer.class)).isEqualTo(20);
 			assertThat(jdbc.queryForObject("SELECT count(DISTINCT sequence) FROM failover_effects", Integer.class))
 				.isEqualTo(20);

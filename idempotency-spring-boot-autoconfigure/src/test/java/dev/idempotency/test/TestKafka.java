@@ -1,6 +1,7 @@
 package dev.idempotency.test;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
@@ -14,6 +15,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.assertj.core.api.Assertions;
+import org.awaitility.Awaitility;
 
 /**
  * Sends records to, and reads consumer group offsets from, the test broker.
@@ -93,6 +96,19 @@ public final class TestKafka {
 		catch (Exception ex) {
 			throw new IllegalStateException(ex);
 		}
+	}
+
+	/**
+	 * Wait until a group has committed every record sent to a partition so far.
+	 * @param group the consumer group
+	 * @param partition the partition
+	 * @param timeout how long to wait at most
+	 */
+	public static void awaitCommitted(String group, TopicPartition partition, Duration timeout) {
+		long end = endOffset(partition);
+		Awaitility.await()
+			.atMost(timeout)
+			.untilAsserted(() -> Assertions.assertThat(committedOffset(group, partition)).isEqualTo(end));
 	}
 
 	/**
