@@ -12,11 +12,8 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.config.MeterFilter;
-import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
-import io.micrometer.core.instrument.distribution.ValueAtPercentile;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -108,16 +105,9 @@ public final class BenchmarkScenario {
 		Timer claim = registry.find("idempotency.claim").timer();
 		if (claim != null && claim.count() > 0) {
 			double perClaim = (double) messages / claim.count();
-			double p50 = 0;
-			double p99 = 0;
-			for (ValueAtPercentile value : claim.takeSnapshot().percentileValues()) {
-				if (value.percentile() == 0.5) {
-					p50 = value.value(TimeUnit.MICROSECONDS);
-				}
-				else if (value.percentile() == 0.99) {
-					p99 = value.value(TimeUnit.MICROSECONDS);
-				}
-			}
+			double[] percentiles = Percentiles.p50p99(claim, TimeUnit.MICROSECONDS);
+			double p50 = percentiles[0];
+			double p99 = percentiles[1];
 			// a batch is claimed in one statement: spread its time over its records
 			line.append(String.format(" claims=%d recordsPerClaim=%.1f claimP50us=%.1f claimP99us=%.1f", claim.count(),
 					perClaim, p50 / perClaim, p99 / perClaim));
@@ -186,15 +176,7 @@ public final class BenchmarkScenario {
 
 		@Bean
 		MeterFilter claimPercentiles() {
-			return new MeterFilter() {
-				@Override
-				public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
-					if (id.getName().equals("idempotency.claim")) {
-						return DistributionStatisticConfig.builder().percentiles(0.5, 0.99).build().merge(config);
-					}
-					return config;
-				}
-			};
+			return Percentiles.of("idempotency.claim");
 		}
 
 		@Bean

@@ -15,12 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxRelay;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.config.MeterFilter;
-import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
-import io.micrometer.core.instrument.distribution.ValueAtPercentile;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -99,16 +96,9 @@ public final class OutboxBenchmark {
 				Thread.sleep(5);
 			}
 			Timer latency = meters.get("idempotency.outbox.latency").tag("topic", latencyTopic).timer();
-			double p50 = 0;
-			double p99 = 0;
-			for (ValueAtPercentile value : latency.takeSnapshot().percentileValues()) {
-				if (value.percentile() == 0.5) {
-					p50 = value.value(TimeUnit.MILLISECONDS);
-				}
-				else if (value.percentile() == 0.99) {
-					p99 = value.value(TimeUnit.MILLISECONDS);
-				}
-			}
+			double[] percentiles = Percentiles.p50p99(latency, TimeUnit.MILLISECONDS);
+			double p50 = percentiles[0];
+			double p99 = percentiles[1];
 			System.out.println(String.format("RESULT scenario=OUTBOX events=%d throughput=%.0f steadyEvents=%d "
 					+ "latencyP50ms=%.1f latencyP99ms=%.1f", events, throughput, measured, p50, p99));
 		}
@@ -139,15 +129,7 @@ public final class OutboxBenchmark {
 
 		@Bean
 		MeterFilter latencyPercentiles() {
-			return new MeterFilter() {
-				@Override
-				public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
-					if (id.getName().equals("idempotency.outbox.latency")) {
-						return DistributionStatisticConfig.builder().percentiles(0.5, 0.99).build().merge(config);
-					}
-					return config;
-				}
-			};
+			return Percentiles.of("idempotency.outbox.latency");
 		}
 
 	}
