@@ -94,12 +94,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		ProcessedMessage message = message("group", UUID.randomUUID().toString());
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message).isNew();
-			claimed.countDown();
-			await(release);
-			return result;
-		}));
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
 		// The second claim blocks on the unique index while the first is open.
@@ -115,13 +110,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		ProcessedMessage message = message("group", UUID.randomUUID().toString());
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message).isNew();
-			claimed.countDown();
-			await(release);
-			status.setRollbackOnly();
-			return result;
-		}));
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, true);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
 		Thread.sleep(300);
@@ -136,12 +125,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		ProcessedMessage message = message("group", UUID.randomUUID().toString());
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		CompletableFuture<Boolean> first = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			boolean result = store.claim(message).isNew();
-			claimed.countDown();
-			await(release);
-			return result;
-		}));
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
 		try {
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 			assertThatExceptionOfType(PessimisticLockingFailureException.class)
@@ -174,6 +158,22 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	void refusesToClaimOutsideATransaction() {
 		assertThatIllegalStateException().isThrownBy(() -> store.claim(message("group", "no-transaction")))
 			.withMessageContaining("inside the listener's transaction");
+	}
+
+	/**
+	 * Claim in a transaction of another thread and keep it open until released.
+	 */
+	private static CompletableFuture<Boolean> holdClaim(ProcessedMessage message, CountDownLatch claimed,
+			CountDownLatch release, boolean rollBack) {
+		return CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean result = store.claim(message).isNew();
+			claimed.countDown();
+			await(release);
+			if (rollBack) {
+				status.setRollbackOnly();
+			}
+			return result;
+		}));
 	}
 
 	private static JdbcProcessedMessageStore store(DataSource dataSource, Duration lockTimeout) {
