@@ -9,6 +9,7 @@ import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.consumer.IdempotentListenerAdvisor;
 import dev.idempotency.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.consumer.IdempotentMethodValidator;
+import dev.idempotency.consumer.InfrastructureRetryInstaller;
 import dev.idempotency.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
@@ -34,11 +35,13 @@ import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.ResourceTransactionManager;
 import org.springframework.transaction.support.TransactionOperations;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.backoff.ExponentialBackOff;
 
 /**
  * Auto-configuration of {@code @Idempotent} Kafka listeners: the interceptor around
@@ -103,6 +106,18 @@ public final class IdempotencyAutoConfiguration {
 	@Bean
 	static ListenerContainerFactoryPostProcessor idempotencyListenerContainerFactoryPostProcessor() {
 		return new ListenerContainerFactoryPostProcessor();
+	}
+
+	@Bean
+	@ConditionalOnBooleanProperty(name = "idempotency.infrastructure-retry.enabled", matchIfMissing = true)
+	InfrastructureRetryInstaller idempotencyInfrastructureRetryInstaller(
+			ObjectProvider<KafkaListenerEndpointRegistry> registries, IdempotencyProperties properties) {
+		IdempotencyProperties.InfrastructureRetry retry = properties.infrastructureRetry();
+		return new InfrastructureRetryInstaller(registries, () -> {
+			ExponentialBackOff backOff = new ExponentialBackOff(retry.initialInterval().toMillis(), retry.multiplier());
+			backOff.setMaxInterval(retry.maxInterval().toMillis());
+			return backOff;
+		});
 	}
 
 	@Bean

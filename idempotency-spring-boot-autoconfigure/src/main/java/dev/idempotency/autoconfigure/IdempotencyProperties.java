@@ -30,6 +30,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param flyway The schema migrations run by the starter.
  * @param cache The Redis cache of processed keys in front of the JDBC store.
  * @param outbox The transactional outbox and its relay.
+ * @param infrastructureRetry Retries of records that failed because the database, Redis
+ * or a key held by another consumer was not available.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
@@ -37,7 +39,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@DefaultValue("record-coordinates") MissingKeyPolicy missingKey, @DefaultValue("5s") Duration lockTimeout,
 		@Nullable String transactionManager, @DefaultValue(DEFAULT_ADVISOR_ORDER) int advisorOrder,
 		@DefaultValue Store store, @DefaultValue Flyway flyway, @DefaultValue Cache cache,
-		@DefaultValue Outbox outbox) {
+		@DefaultValue Outbox outbox, @DefaultValue InfrastructureRetry infrastructureRetry) {
 
 	/**
 	 * Default order of the advisor: just outside the transaction advisor, which has the
@@ -61,6 +63,35 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 */
 	public TableName outboxTableName() {
 		return new TableName(this.store.jdbc().schema(), this.outbox.table());
+	}
+
+	/**
+	 * Retries of records whose listener failed because the infrastructure was not there:
+	 * the database or Redis unreachable or restarting, a lock or statement timeout, a key
+	 * held by another consumer. Such records are retried with an exponential back-off and
+	 * never handed to the application's error handler, so an outage delays records and
+	 * never drops them; every other failure keeps the application's own error handling.
+	 *
+	 * @param enabled Whether to retry records failed by the infrastructure without end, in
+	 * front of the error handler of every Kafka listener container.
+	 * @param initialInterval Delay before the first retry.
+	 * @param multiplier Factor between consecutive delays.
+	 * @param maxInterval Longest delay between retries. Must stay below the consumer's
+	 * max.poll.interval.ms.
+	 */
+	public record InfrastructureRetry(@DefaultValue("true") boolean enabled,
+			@DefaultValue("1s") Duration initialInterval, @DefaultValue("2.0") double multiplier,
+			@DefaultValue("30s") Duration maxInterval) {
+
+		public InfrastructureRetry {
+			requirePositive(initialInterval, "idempotency.infrastructure-retry.initial-interval");
+			requirePositive(maxInterval, "idempotency.infrastructure-retry.max-interval");
+			if (multiplier < 1.0) {
+				throw new IllegalArgumentException(
+						"idempotency.infrastructure-retry.multiplier must be at least 1, was " + multiplier);
+			}
+		}
+
 	}
 
 	/**

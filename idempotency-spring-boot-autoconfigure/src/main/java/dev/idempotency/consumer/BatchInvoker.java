@@ -64,10 +64,19 @@ final class BatchInvoker {
 
 	@Nullable Object invoke(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics)
 			throws Throwable {
-		@Nullable Object[] arguments = invocation.getArguments();
-		Object batch = arguments[method.batchIndex()];
+		Object batch = invocation.getArguments()[method.batchIndex()];
 		List<ConsumerRecord<?, ?>> records = records(method, batch);
 		List<?> payloads = (method.batchKind() == ListenerMethod.BatchKind.PAYLOAD_LIST) ? (List<?>) batch : null;
+		return invoke((ProxyMethodInvocation) invocation, method, metrics, records, payloads, false);
+	}
+
+	private @Nullable Object invoke(ProxyMethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
+			List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, boolean prefixOfFailedBatch)
+			throws Throwable {
+		// kept untouched, to run the listener again on the records before one it names as failed
+		ProxyMethodInvocation pristine = (ProxyMethodInvocation) invocation.invocableClone();
+		@Nullable Object[] arguments = invocation.getArguments();
+		Object batch = arguments[method.batchIndex()];
 		String scope = method.scope();
 		ProcessedMessage[] messages = new ProcessedMessage[records.size()];
 		int rejected = 0;
@@ -92,47 +101,56 @@ final class BatchInvoker {
 		}
 		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
 		List<Integer> candidates = notCached(scope, messages, metrics);
-		List<Integer> kept = new ArrayList<>();
-		List<Claim> claims = new ArrayList<>();
+		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages);
 		Object result;
 		try {
 			if (this.store.joinsTransaction()) {
 				result = this.transactions.execute((status) -> {
-					claims.addAll(claim(candidates, messages, metrics));
-					return proceedWithNew(invocation, method, batch, records, payloads, candidates, claims, kept);
+					attempt.claims.addAll(claim(candidates, messages, metrics));
+					Object returned = attempt.proceedWithNew();
+					if (attempt.isNacked() && !this.store.unclaimAll(attempt.handedBack())) {
+						status.setRollbackOnly();
+						attempt.acknowledgment.nackAll();
+					}
+					return returned;
 				});
 			}
 			else {
-				claims.addAll(claim(candidates, messages, metrics));
-				result = this.transactions.execute((status) -> proceedWithNew(invocation, method, batch, records,
-						payloads, candidates, claims, kept));
+				attempt.claims.addAll(claim(candidates, messages, metrics));
+				result = this.transactions.execute((status) -> attempt.proceedWithNew());
 			}
-		}
-		catch (CheckedListenerException ex) {
-			throw failed(claims, candidates.size(), metrics, ex.getCause());
 		}
 		catch (BatchListenerFailedException ex) {
-			// The listener named a record of the batch it saw, but the whole batch rolled back:
-			// the error handler must not commit the records before it.
-			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
-			throw failed(claims, candidates.size(), metrics,
-					(cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause));
+			failed(attempt.claims, 1, metrics, ex);
+			return retryBefore(ex, attempt, pristine, metrics);
 		}
 		catch (RuntimeException | Error ex) {
-			throw failed(claims, candidates.size(), metrics, ex);
+			throw failed(attempt.claims, candidates.size(), metrics, IdempotentListenerInterceptor.original(ex));
 		}
-		complete(claims, method);
+		int handedBack = 0;
+		if (attempt.isNacked()) {
+			List<Claim> released = attempt.handedBackClaims();
+			handedBack = released.size();
+			released.forEach(Claim::release);
+		}
+		complete(attempt.claims, method);
 		if (this.cache != null) {
-			for (int index : candidates) {
-				this.cache.markProcessed(scope, messages[index].key());
+			for (int i = 0; i < attempt.kept.size() - handedBack; i++) {
+				this.cache.markProcessed(scope, messages[attempt.kept.get(i)].key());
 			}
 		}
-		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, kept.size());
-		metrics.messages(Outcome.DUPLICATE, DecisionSource.STORE, candidates.size() - kept.size());
+		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, attempt.kept.size() - handedBack);
+		metrics.messages(Outcome.DUPLICATE, DecisionSource.STORE, candidates.size() - attempt.kept.size());
 		if (logger.isDebugEnabled()) {
-			logger.debug(method.name() + ": batch of " + records.size() + ", " + kept.size() + " new, "
-					+ (candidates.size() - kept.size()) + " duplicates in the store, "
-					+ (records.size() - rejected - candidates.size()) + " in the cache, " + rejected + " rejected");
+			logger.debug(method.name() + ": batch of " + records.size() + ", " + attempt.kept.size() + " new ("
+					+ handedBack + " handed back with a nack), " + (candidates.size() - attempt.kept.size())
+					+ " duplicates in the store, " + (records.size() - rejected - candidates.size())
+					+ " in the cache, " + rejected + " rejected");
+		}
+		if (prefixOfFailedBatch && attempt.isNacked()) {
+			// the listener handed back records before the one it named as failed the first time
+			throw new BatchListenerFailedException("Records handed back while retrying the records before a failed one",
+					attempt.deliveredIndex(attempt.acknowledgment.nackIndex()));
 		}
 		if (firstRejected >= 0) {
 			// Everything else in the batch is committed. Name the first record without a key, so
@@ -144,11 +162,45 @@ final class BatchInvoker {
 							method.name()),
 					firstRejected);
 		}
+		if (attempt.acknowledgment != null && !prefixOfFailedBatch) {
+			attempt.acknowledgment.release();
+		}
 		if (result == NOTHING_NEW) {
-			IdempotentListenerInterceptor.acknowledge(method, arguments);
+			if (!prefixOfFailedBatch) {
+				IdempotentListenerInterceptor.acknowledge(method, arguments);
+			}
 			return null;
 		}
 		return result;
+	}
+
+	/**
+	 * The listener named a record of the batch it saw as failed, and the whole batch
+	 * rolled back. Apply the records before it again, in a transaction of their own, then
+	 * name it in the batch the container delivered, so that the error handler commits the
+	 * records before it and retries or recovers it.
+	 */
+	private @Nullable Object retryBefore(BatchListenerFailedException ex, Attempt attempt,
+			ProxyMethodInvocation pristine, ListenerMetrics metrics) throws Throwable {
+		int failed = attempt.deliveredIndexOf(ex);
+		if (failed < 0) {
+			// a record the batch does not hold: nothing can be committed
+			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
+			throw (cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause);
+		}
+		if (attempt.keptBefore(failed)) {
+			ListenerMethod method = attempt.method;
+			List<Integer> prefix = new ArrayList<>(failed);
+			for (int i = 0; i < failed; i++) {
+				prefix.add(i);
+			}
+			@Nullable Object[] arguments = pristine.getArguments();
+			arguments[method.batchIndex()] = filtered(method, attempt.batch, attempt.records, attempt.payloads, prefix);
+			pristine.setArguments(arguments);
+			invoke(pristine, method, metrics, attempt.records.subList(0, failed),
+					(attempt.payloads != null) ? attempt.payloads.subList(0, failed) : null, true);
+		}
+		throw new BatchListenerFailedException(ex.getMessage(), ex.getCause(), failed);
 	}
 
 	private static void complete(List<Claim> claims, ListenerMethod method) {
@@ -167,25 +219,6 @@ final class BatchInvoker {
 						+ " after its work committed: " + ex);
 			}
 		}
-	}
-
-	private @Nullable Object proceedWithNew(MethodInvocation invocation, ListenerMethod method, Object batch,
-			List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, List<Integer> candidates,
-			List<Claim> claims, List<Integer> kept) {
-		for (int i = 0; i < candidates.size(); i++) {
-			if (claims.get(i).isNew()) {
-				kept.add(candidates.get(i));
-			}
-		}
-		if (kept.isEmpty()) {
-			return NOTHING_NEW;
-		}
-		if (kept.size() < records.size()) {
-			@Nullable Object[] arguments = invocation.getArguments().clone();
-			arguments[method.batchIndex()] = filtered(method, batch, records, payloads, kept);
-			((ProxyMethodInvocation) invocation).setArguments(arguments);
-		}
-		return IdempotentListenerInterceptor.proceed(invocation);
 	}
 
 	private List<Claim> claim(List<Integer> candidates, ProcessedMessage[] messages, ListenerMetrics metrics) {
@@ -251,6 +284,125 @@ final class BatchInvoker {
 		}
 		metrics.messages(Outcome.FAILED, DecisionSource.STORE, candidates);
 		return ex;
+	}
+
+	/**
+	 * One attempt at a batch: its claims, the records kept for the listener, and the
+	 * acknowledgment the listener was given.
+	 */
+	private static final class Attempt {
+
+		final ProxyMethodInvocation invocation;
+
+		final ListenerMethod method;
+
+		final Object batch;
+
+		final List<ConsumerRecord<?, ?>> records;
+
+		final @Nullable List<?> payloads;
+
+		final List<Integer> candidates;
+
+		final ProcessedMessage[] messages;
+
+		final List<Claim> claims = new ArrayList<>();
+
+		/** Indexes in the delivered batch of the records the listener receives. */
+		final List<Integer> kept = new ArrayList<>();
+
+		@Nullable DeferredAcknowledgment acknowledgment;
+
+		Attempt(ProxyMethodInvocation invocation, ListenerMethod method, Object batch,
+				List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, List<Integer> candidates,
+				ProcessedMessage[] messages) {
+			this.invocation = invocation;
+			this.method = method;
+			this.batch = batch;
+			this.records = records;
+			this.payloads = payloads;
+			this.candidates = candidates;
+			this.messages = messages;
+		}
+
+		@Nullable Object proceedWithNew() {
+			for (int i = 0; i < this.candidates.size(); i++) {
+				if (this.claims.get(i).isNew()) {
+					this.kept.add(this.candidates.get(i));
+				}
+			}
+			if (this.kept.isEmpty()) {
+				return NOTHING_NEW;
+			}
+			@Nullable Object[] arguments = this.invocation.getArguments().clone();
+			if (this.kept.size() < this.records.size()) {
+				arguments[this.method.batchIndex()] = filtered(this.method, this.batch, this.records, this.payloads,
+						this.kept);
+			}
+			this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments, this::deliveredIndex);
+			this.invocation.setArguments(arguments);
+			return IdempotentListenerInterceptor.proceed(this.invocation);
+		}
+
+		int deliveredIndex(int index) {
+			if (index < 0 || index >= this.kept.size()) {
+				throw new IndexOutOfBoundsException("Index " + index + " is outside the batch of " + this.kept.size()
+						+ " records the listener received");
+			}
+			return this.kept.get(index);
+		}
+
+		/**
+		 * Return the index in the delivered batch of the record a
+		 * {@link BatchListenerFailedException} names, or -1.
+		 */
+		int deliveredIndexOf(BatchListenerFailedException ex) {
+			ConsumerRecord<?, ?> named = ex.getRecord();
+			if (named == null) {
+				return (ex.getIndex() >= 0 && ex.getIndex() < this.kept.size()) ? this.kept.get(ex.getIndex()) : -1;
+			}
+			for (int i = 0; i < this.records.size(); i++) {
+				ConsumerRecord<?, ?> record = this.records.get(i);
+				if (record.topic().equals(named.topic()) && record.partition() == named.partition()
+						&& record.offset() == named.offset()) {
+					return i;
+				}
+			}
+			return -1;
+		}
+
+		boolean keptBefore(int delivered) {
+			return !this.kept.isEmpty() && this.kept.get(0) < delivered;
+		}
+
+		boolean isNacked() {
+			return this.acknowledgment != null && this.acknowledgment.isNacked();
+		}
+
+		/** The messages a batch nack handed back: the kept ones from the nacked index on. */
+		List<ProcessedMessage> handedBack() {
+			List<ProcessedMessage> handedBack = new ArrayList<>();
+			for (int i = Math.max(0, this.acknowledgment.nackIndex()); i < this.kept.size(); i++) {
+				handedBack.add(this.messages[this.kept.get(i)]);
+			}
+			return handedBack;
+		}
+
+		/** The claims a batch nack handed back, removed from the claims to complete. */
+		List<Claim> handedBackClaims() {
+			List<Claim> handedBack = new ArrayList<>();
+			int from = Math.max(0, this.acknowledgment.nackIndex());
+			for (int i = 0, keptIndex = 0; i < this.candidates.size(); i++) {
+				if (this.claims.get(i).isNew()) {
+					if (keptIndex >= from) {
+						handedBack.add(this.claims.set(i, Claim.DUPLICATE));
+					}
+					keptIndex++;
+				}
+			}
+			return handedBack;
+		}
+
 	}
 
 	private static List<ConsumerRecord<?, ?>> records(ListenerMethod method, Object batch) {

@@ -2,6 +2,7 @@ package dev.idempotency.consumer;
 
 import java.lang.reflect.Method;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.IdempotencyKeyMissingException;
@@ -25,8 +26,10 @@ import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.transaction.TransactionSystemException;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
@@ -42,6 +45,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private static final Log logger = LogFactory.getLog(IdempotentListenerInterceptor.class);
 
 	private static final Object DUPLICATE = new Object();
+
+	private static final Object NACKED = new Object();
 
 	private final ProcessedMessageStore store;
 
@@ -108,29 +113,40 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				message.scope(), message.key())) {
 			return duplicate(listener, message, arguments, DecisionSource.CACHE);
 		}
+		DeferredAcknowledgment acknowledgment = deferAcknowledgment(invocation, listener.method());
 		Object result;
 		Claim claim = null;
 		try {
 			if (this.store.joinsTransaction()) {
-				result = this.transactions.execute((status) -> claim(listener, message).isNew()
-						? proceed(invocation) : DUPLICATE);
+				result = this.transactions.execute((status) -> {
+					if (!claim(listener, message).isNew()) {
+						return DUPLICATE;
+					}
+					Object returned = proceed(invocation);
+					if (acknowledgment != null && acknowledgment.isNacked()) {
+						// the record is handed back: its claim must not outlive the nack
+						status.setRollbackOnly();
+						return NACKED;
+					}
+					return returned;
+				});
 			}
 			else {
 				claim = claim(listener, message);
 				result = claim.isNew() ? this.transactions.execute((status) -> proceed(invocation)) : DUPLICATE;
 			}
 		}
-		catch (CheckedListenerException ex) {
-			throw failed(listener, message, claim, ex.getCause());
-		}
 		catch (RuntimeException | Error ex) {
-			throw failed(listener, message, claim, ex);
+			throw failed(listener, message, claim, original(ex));
 		}
 		if (result == DUPLICATE) {
 			if (cache != null) {
 				cache.markProcessed(message.scope(), message.key());
 			}
 			return duplicate(listener, message, arguments, DecisionSource.STORE);
+		}
+		if (result == NACKED || (acknowledgment != null && acknowledgment.isNacked())) {
+			return nacked(listener, message, claim, acknowledgment);
 		}
 		if (claim != null) {
 			complete(claim, message, listener);
@@ -142,7 +158,62 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		if (logger.isDebugEnabled()) {
 			logger.debug("Processed " + describe(message) + " in " + listener.method().name());
 		}
+		if (acknowledgment != null) {
+			acknowledgment.release();
+		}
 		return result;
+	}
+
+	private @Nullable Object nacked(Listener listener, ProcessedMessage message, @Nullable Claim claim,
+			DeferredAcknowledgment acknowledgment) {
+		if (claim != null && claim.isNew()) {
+			claim.release();
+		}
+		if (logger.isDebugEnabled()) {
+			logger.debug("Rolled back " + describe(message) + " in " + listener.method().name()
+					+ ": the listener nacked it");
+		}
+		acknowledgment.release();
+		return null;
+	}
+
+	/**
+	 * Give the listener an acknowledgment that passes its calls on after the transaction.
+	 * @param invocation the invocation, whose arguments are replaced
+	 * @param method the listener method
+	 * @return the deferred acknowledgment, or {@code null} when the method takes none
+	 */
+	static @Nullable DeferredAcknowledgment deferAcknowledgment(MethodInvocation invocation, ListenerMethod method) {
+		if (method.acknowledgmentIndex() < 0) {
+			return null;
+		}
+		@Nullable Object[] arguments = invocation.getArguments().clone();
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.replace(method, arguments,
+				IntUnaryOperator.identity());
+		if (deferred != null) {
+			((ProxyMethodInvocation) invocation).setArguments(arguments);
+		}
+		return deferred;
+	}
+
+	/**
+	 * Return the failure to report: the listener's own exception when a rollback after it
+	 * failed too (a killed connection), rather than the rollback's
+	 * {@code TransactionSystemException}, which is kept as suppressed.
+	 * @param ex what the transaction threw
+	 * @return the failure
+	 */
+	static Throwable original(Throwable ex) {
+		Throwable failure = ex;
+		if (ex instanceof TransactionSystemException rollbackFailure
+				&& rollbackFailure.getApplicationException() != null) {
+			failure = rollbackFailure.getApplicationException();
+			failure.addSuppressed(rollbackFailure);
+		}
+		if (failure instanceof CheckedListenerException checked && checked.getCause() != null) {
+			failure = checked.getCause();
+		}
+		return failure;
 	}
 
 	private static void complete(Claim claim, ProcessedMessage message, Listener listener) {

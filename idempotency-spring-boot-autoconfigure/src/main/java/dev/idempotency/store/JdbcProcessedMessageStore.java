@@ -1,21 +1,25 @@
 package dev.idempotency.store;
 
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+
+import javax.sql.DataSource;
 
 import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
-import org.springframework.util.Assert;
 
 /**
  * {@link ProcessedMessageStore} on a PostgreSQL table. A key is claimed with
@@ -25,59 +29,64 @@ import org.springframework.util.Assert;
  * a duplicate, or inserts if the first rolled back.
  * <p>
  * Claims must run inside the transaction of the listener's work, on the same
- * {@code DataSource}. The lock timeout is set for that transaction with
- * {@code set_config('lock_timeout', ..., true)}, in the same statement as the insert, so
- * it also bounds lock waits of the listener's own statements in that transaction.
+ * {@code DataSource}. The lock timeout is set with {@code set_config('lock_timeout', ...,
+ * true)} in the claim statement itself and put back to its previous value by the same
+ * statement, so it bounds the claim's wait and nothing else.
  */
 public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
+	// The lock timeout bounds the wait of this statement only: it is set before the insert
+	// and put back to what it was once the insert is done (the outer SELECT reads the
+	// insert's rows first), so that the listener's own statements keep their own setting.
 	private static final String CLAIM = """
-			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			SELECT ?, ?, ?, ?, ?, now() FROM settings
-			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			""";
-
-	private static final String CLAIM_WITHOUT_TIMEOUT = """
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			VALUES (?, ?, ?, ?, ?, now())
-			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			WITH previous AS (SELECT current_setting('lock_timeout') AS lock_timeout),
+			settings AS (SELECT set_config('lock_timeout', ?, true) FROM previous),
+			inserted AS (
+			    INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			    SELECT ?, ?, ?, ?, ?, now() FROM settings
+			    ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			    RETURNING 1)
+			SELECT claimed.count, set_config('lock_timeout', previous.lock_timeout, true)
+			FROM (SELECT count(*) AS count FROM inserted) claimed, previous
 			""";
 
 	// Keys are sorted before they are sent, so that two consumers claiming overlapping
 	// batches take the index locks in the same order and cannot deadlock.
 	private static final String CLAIM_ALL = """
-			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
-			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
-			    AS batch (idempotency_key, topic, partition, record_offset)
-			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			RETURNING idempotency_key
-			""";
-
-	private static final String CLAIM_ALL_WITHOUT_TIMEOUT = """
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
-			FROM unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
-			    AS batch (idempotency_key, topic, partition, record_offset)
-			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			RETURNING idempotency_key
+			WITH previous AS (SELECT current_setting('lock_timeout') AS lock_timeout),
+			settings AS (SELECT set_config('lock_timeout', ?, true) FROM previous),
+			inserted AS (
+			    INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			    SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			    FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			        AS batch (idempotency_key, topic, partition, record_offset)
+			    ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			    RETURNING idempotency_key)
+			SELECT claimed.keys, set_config('lock_timeout', previous.lock_timeout, true)
+			FROM (SELECT array_agg(idempotency_key) AS keys FROM inserted) claimed, previous
 			""";
 
 	private static final String EXISTS = """
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
 
+	private static final String UNCLAIM = """
+			DELETE FROM %s WHERE consumer_group = ? AND idempotency_key = ANY(?)
+			""";
+
 	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private final JdbcTemplate jdbcTemplate;
+
+	private final DataSource dataSource;
 
 	private final String claimSql;
 
 	private final String existsSql;
 
 	private final String claimAllSql;
+
+	private final String unclaimSql;
 
 	private final String lockTimeout;
 
@@ -90,24 +99,24 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	 */
 	public JdbcProcessedMessageStore(JdbcTemplate jdbcTemplate, TableName table, Duration lockTimeout) {
 		this.jdbcTemplate = jdbcTemplate;
-		boolean bounded = !lockTimeout.isZero() && !lockTimeout.isNegative();
-		this.claimSql = (bounded ? CLAIM : CLAIM_WITHOUT_TIMEOUT).formatted(table.qualified());
+		this.dataSource = Objects.requireNonNull(jdbcTemplate.getDataSource(), "jdbcTemplate has no DataSource");
+		this.claimSql = CLAIM.formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
-		this.claimAllSql = (bounded ? CLAIM_ALL : CLAIM_ALL_WITHOUT_TIMEOUT).formatted(table.qualified());
-		this.lockTimeout = bounded ? Long.toString(Math.max(1, lockTimeout.toMillis())) : "";
+		this.unclaimSql = UNCLAIM.formatted(table.qualified());
+		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
+		this.lockTimeout = (lockTimeout.isZero() || lockTimeout.isNegative()) ? "0"
+				: Long.toString(Math.max(1, lockTimeout.toMillis()));
 	}
 
 	@Override
 	public Claim claim(ProcessedMessage message) {
-		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
-				"A JDBC claim must run inside the listener's transaction");
+		requireTransaction();
 		try {
-			int inserted = this.lockTimeout.isEmpty()
-					? this.jdbcTemplate.update(this.claimSql, message.scope(), message.key(), message.topic(),
-							message.partition(), message.offset())
-					: this.jdbcTemplate.update(this.claimSql, this.lockTimeout, message.scope(), message.key(),
-							message.topic(), message.partition(), message.offset());
-			return (inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
+			Long inserted = this.jdbcTemplate.queryForObject(this.claimSql, (row, rowNum) -> row.getLong(1),
+					this.lockTimeout, message.scope(), message.key(), message.topic(), message.partition(),
+					message.offset());
+			return (inserted != null && inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
 			throw translated(ex, message.scope(), message);
@@ -121,8 +130,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	 */
 	@Override
 	public List<Claim> claimAll(List<ProcessedMessage> messages) {
-		Assert.state(TransactionSynchronizationManager.isActualTransactionActive(),
-				"A JDBC claim must run inside the listener's transaction");
+		requireTransaction();
 		if (messages.isEmpty()) {
 			return List.of();
 		}
@@ -160,23 +168,44 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			i++;
 		}
 		try {
-			return this.jdbcTemplate.query((connection) -> {
+			List<String> inserted = this.jdbcTemplate.query((connection) -> {
 				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
 				int index = 1;
-				if (!this.lockTimeout.isEmpty()) {
-					statement.setString(index++, this.lockTimeout);
-				}
+				statement.setString(index++, this.lockTimeout);
 				statement.setString(index++, scope);
 				statement.setArray(index++, connection.createArrayOf("varchar", keys));
 				statement.setArray(index++, connection.createArrayOf("varchar", topics));
 				statement.setArray(index++, connection.createArrayOf("int4", partitions));
 				statement.setArray(index, connection.createArrayOf("int8", offsets));
 				return statement;
-			}, (row, rowNum) -> row.getString(1));
+			}, (ResultSet row) -> {
+				List<String> keysClaimed = new ArrayList<>();
+				if (row.next() && row.getArray(1) != null) {
+					keysClaimed.addAll(Arrays.asList((String[]) row.getArray(1).getArray()));
+				}
+				return keysClaimed;
+			});
+			return (inserted != null) ? inserted : List.of();
 		}
 		catch (DataAccessException ex) {
 			throw translated(ex, scope, messages.get(0));
 		}
+	}
+
+	@Override
+	public boolean unclaimAll(List<ProcessedMessage> messages) {
+		requireTransaction();
+		Map<String, List<String>> byScope = new LinkedHashMap<>();
+		for (ProcessedMessage message : messages) {
+			byScope.computeIfAbsent(message.scope(), (scope) -> new ArrayList<>()).add(message.key());
+		}
+		byScope.forEach((scope, keys) -> this.jdbcTemplate.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.unclaimSql);
+			statement.setString(1, scope);
+			statement.setArray(2, connection.createArrayOf("varchar", keys.toArray()));
+			return statement;
+		}));
+		return true;
 	}
 
 	private DataAccessException translated(DataAccessException ex, String scope, ProcessedMessage example) {
@@ -188,6 +217,29 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 					+ "); the record will be retried", ex);
 		}
 		return ex;
+	}
+
+	/**
+	 * Return the {@code DataSource} the store writes to.
+	 * @return the data source
+	 */
+	public DataSource dataSource() {
+		return this.dataSource;
+	}
+
+	private void requireTransaction() {
+		// Without a connection of this DataSource bound to the transaction, JdbcTemplate would
+		// take a connection of its own in auto-commit mode: the claim would commit at once,
+		// apart from the listener's work.
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
+			throw new IllegalStateException("A claim must run in the listener's transaction, on a connection of the "
+					+ "store's DataSource; the current thread has "
+					+ (TransactionSynchronizationManager.isActualTransactionActive()
+							? "a transaction of another resource (a transaction manager of another DataSource, or "
+									+ "of Kafka): set idempotency.transaction-manager to the one of the DataSource"
+							: "no transaction"));
+		}
 	}
 
 	@Override

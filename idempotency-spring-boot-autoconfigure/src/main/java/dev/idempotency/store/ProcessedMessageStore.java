@@ -60,6 +60,19 @@ public interface ProcessedMessageStore {
 	}
 
 	/**
+	 * Give up keys claimed in the current transaction, so that it commits the listener's
+	 * work without them: the listener handed their messages back with a batch
+	 * {@code nack}, and they will be delivered again. Called on transactional stores only,
+	 * inside the transaction of the claims.
+	 * @param messages the messages whose keys to give up
+	 * @return {@code true} if the keys were given up; {@code false} (the default) if the
+	 * store cannot, and the whole batch must be rolled back and delivered again
+	 */
+	default boolean unclaimAll(List<ProcessedMessage> messages) {
+		return false;
+	}
+
+	/**
 	 * Return whether the key has been processed (committed) in the scope.
 	 * @param scope the scope
 	 * @param key the key, fitted to the store

@@ -138,6 +138,74 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	}
 
 	@Test
+	void lockTimeoutBoundsTheClaimAndNotTheRestOfTheTransaction() {
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		List<String> settings = transactions.execute((status) -> {
+			String before = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			impatient.claim(message("group", UUID.randomUUID().toString()));
+			String afterClaim = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			impatient.claimAll(List.of(message("group", UUID.randomUUID().toString())));
+			String afterClaimAll = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			return List.of(before, afterClaim, afterClaimAll);
+		});
+		assertThat(settings.get(1)).isEqualTo(settings.get(0));
+		assertThat(settings.get(2)).isEqualTo(settings.get(0));
+	}
+
+	@Test
+	void zeroLockTimeoutWaitsWhateverTheServerDefault() throws Exception {
+		try (HikariDataSource impatientByDefault = new HikariDataSource()) {
+			impatientByDefault.setJdbcUrl(dataSource.getJdbcUrl());
+			impatientByDefault.setUsername(dataSource.getUsername());
+			impatientByDefault.setPassword(dataSource.getPassword());
+			impatientByDefault.setConnectionInitSql("SET lock_timeout = '100ms'");
+			JdbcProcessedMessageStore patient = store(impatientByDefault, Duration.ZERO);
+			TransactionTemplate patientTransactions = new TransactionTemplate(
+					new DataSourceTransactionManager(impatientByDefault));
+			ProcessedMessage message = message("group", UUID.randomUUID().toString());
+			CountDownLatch claimed = new CountDownLatch(1);
+			CountDownLatch release = new CountDownLatch(1);
+			CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			CompletableFuture<Boolean> second = CompletableFuture
+				.supplyAsync(() -> patientTransactions.execute((status) -> patient.claim(message).isNew()));
+			// well past the connection's own 100 ms lock timeout
+			Thread.sleep(500);
+			release.countDown();
+			assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(second.get(10, TimeUnit.SECONDS)).isFalse();
+		}
+	}
+
+	@Test
+	void unclaimGivesKeysUpInsideTheTransaction() {
+		ProcessedMessage kept = message("group", UUID.randomUUID().toString());
+		ProcessedMessage handedBack = message("group", UUID.randomUUID().toString());
+		transactions.execute((status) -> {
+			store.claimAll(List.of(kept, handedBack));
+			return store.unclaimAll(List.of(handedBack));
+		});
+		assertThat(store.isProcessed("group", kept.key())).isTrue();
+		assertThat(store.isProcessed("group", handedBack.key())).isFalse();
+	}
+
+	@Test
+	void refusesToClaimInATransactionOfAnotherDataSource() {
+		try (HikariDataSource other = new HikariDataSource()) {
+			other.setJdbcUrl(dataSource.getJdbcUrl());
+			other.setUsername(dataSource.getUsername());
+			other.setPassword(dataSource.getPassword());
+			TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
+			ProcessedMessage message = message("group", UUID.randomUUID().toString());
+			assertThatIllegalStateException()
+				.isThrownBy(() -> otherTransactions.execute((status) -> store.claim(message).isNew()))
+				.withMessageContaining("idempotency.transaction-manager");
+			assertThat(store.isProcessed("group", message.key())).isFalse();
+		}
+	}
+
+	@Test
 	void cleanupDeletesKeysOlderThanTheRetentionOnly() {
 		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
 		String old = "old-" + UUID.randomUUID();
@@ -157,7 +225,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	@Test
 	void refusesToClaimOutsideATransaction() {
 		assertThatIllegalStateException().isThrownBy(() -> store.claim(message("group", "no-transaction")))
-			.withMessageContaining("inside the listener's transaction");
+			.withMessageContaining("in the listener's transaction");
 	}
 
 	/**
