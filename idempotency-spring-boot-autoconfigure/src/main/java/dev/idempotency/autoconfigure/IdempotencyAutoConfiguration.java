@@ -1,5 +1,6 @@
 package dev.idempotency.autoconfigure;
 
+import java.lang.reflect.Method;
 import java.util.Arrays;
 
 import javax.sql.DataSource;
@@ -13,6 +14,7 @@ import dev.idempotency.consumer.InfrastructureRetryInstaller;
 import dev.idempotency.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
 import org.jspecify.annotations.Nullable;
 
@@ -41,6 +43,7 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.ResourceTransactionManager;
 import org.springframework.transaction.support.TransactionOperations;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.ReflectionUtils;
 import org.springframework.util.backoff.ExponentialBackOff;
 
 /**
@@ -140,15 +143,45 @@ public final class IdempotencyAutoConfiguration {
 
 	private static void checkSameDataSource(PlatformTransactionManager transactionManager,
 			ProcessedMessageStore store, @Nullable DataSource dataSource) {
-		if (store.joinsTransaction() && dataSource != null
-				&& transactionManager instanceof ResourceTransactionManager resourceTransactionManager
-				&& resourceTransactionManager.getResourceFactory() instanceof DataSource managed
-				&& managed != dataSource) {
-			throw new IllegalStateException("The transaction manager of @Idempotent listeners manages another "
-					+ "DataSource than the one the processed-message store uses, so claims would not commit "
-					+ "with the listener's work. Set idempotency.transaction-manager to the one for the "
+		if (!store.joinsTransaction()) {
+			return;
+		}
+		DataSource storeDataSource = (store instanceof JdbcProcessedMessageStore jdbc) ? jdbc.dataSource() : dataSource;
+		if (storeDataSource == null) {
+			return;
+		}
+		DataSource managed = managedDataSource(transactionManager);
+		String name = transactionManager.getClass().getSimpleName();
+		if (managed == null) {
+			throw new IllegalStateException("The transaction manager of @Idempotent listeners (" + name + ") manages "
+					+ "no DataSource, so claims would commit on their own, apart from the listener's work. Set "
+					+ "idempotency.transaction-manager to the transaction manager of the application's DataSource "
+					+ "(a DataSourceTransactionManager, JdbcTransactionManager or JpaTransactionManager).");
+		}
+		if (managed != storeDataSource) {
+			throw new IllegalStateException("The transaction manager of @Idempotent listeners (" + name + ") manages "
+					+ "another DataSource than the one the processed-message store uses, so claims would not "
+					+ "commit with the listener's work. Set idempotency.transaction-manager to the one for the "
 					+ "application's DataSource.");
 		}
+	}
+
+	/**
+	 * Return the {@code DataSource} whose connections the transaction manager binds to its
+	 * transactions: the resource of a {@code DataSourceTransactionManager}, the
+	 * {@code getDataSource()} of a JPA or Hibernate one; {@code null} when it has none
+	 * (Kafka, JTA).
+	 */
+	private static @Nullable DataSource managedDataSource(PlatformTransactionManager transactionManager) {
+		if (transactionManager instanceof ResourceTransactionManager resourceTransactionManager
+				&& resourceTransactionManager.getResourceFactory() instanceof DataSource resource) {
+			return resource;
+		}
+		Method getter = ReflectionUtils.findMethod(transactionManager.getClass(), "getDataSource");
+		if (getter != null && DataSource.class.isAssignableFrom(getter.getReturnType())) {
+			return (DataSource) ReflectionUtils.invokeMethod(getter, transactionManager);
+		}
+		return null;
 	}
 
 	/**

@@ -4,6 +4,8 @@ import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Future;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.key.KeyExpressions;
@@ -88,6 +90,12 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 			throw new IllegalStateException("@Idempotent method " + display + " returns " + method.getReturnType()
 					+ "; a skipped duplicate has no value to return, use void or an object");
 		}
+		if (isAsynchronous(method)) {
+			throw new IllegalStateException("@Idempotent method " + display + " is asynchronous (it returns "
+					+ method.getReturnType().getSimpleName() + " or suspends): its work would run after the claim "
+					+ "committed, outside the transaction, and a failure would never be retried. Make it return "
+					+ "when its work is done (void or a value)");
+		}
 		if (!idempotent.key().isEmpty()) {
 			try {
 				KeyExpressions.parse(idempotent.key());
@@ -140,6 +148,22 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 			else if (payloadIndex < 0 && !header && !isInfrastructure(types[i])) {
 				payloadIndex = i;
 			}
+		}
+		if (batchKind != null) {
+			for (int i = 0; i < types.length; i++) {
+				if (has(annotations[i], Headers.class)) {
+					throw new IllegalStateException("@Idempotent method " + display + " takes @Headers (parameter "
+							+ i + ") with a batch; duplicates are removed from a batch, which would leave the "
+							+ "per-record header lists out of step: take List<ConsumerRecord> or ConsumerRecords "
+							+ "instead");
+				}
+			}
+		}
+		if (batchKind == BatchKind.PAYLOAD_LIST && hasOwnFilter(method)) {
+			throw new IllegalStateException("@Idempotent method " + display + " takes a List of payloads and its "
+					+ "@KafkaListener names a filter of its own; the records its payloads came from cannot be told "
+					+ "apart: take List<ConsumerRecord> or ConsumerRecords, or set the filter on the container "
+					+ "factory");
 		}
 		if (batchKind != null && batchKind != BatchKind.PAYLOAD_LIST && payloadIndex == batchIndex) {
 			payloadIndex = -1;
@@ -207,6 +231,37 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		return AnnotatedElementUtils.hasAnnotation(method, KafkaListener.class)
 				|| (AnnotatedElementUtils.hasAnnotation(method, KafkaHandler.class)
 						&& AnnotatedElementUtils.hasAnnotation(targetClass, KafkaListener.class));
+	}
+
+	private static boolean isAsynchronous(Method method) {
+		Class<?> returnType = method.getReturnType();
+		if (Future.class.isAssignableFrom(returnType) || CompletionStage.class.isAssignableFrom(returnType)
+				|| implementsByName(returnType, "org.reactivestreams.Publisher")) {
+			return true;
+		}
+		Class<?>[] parameters = method.getParameterTypes();
+		return parameters.length > 0
+				&& parameters[parameters.length - 1].getName().equals("kotlin.coroutines.Continuation");
+	}
+
+	private static boolean implementsByName(Class<?> type, String name) {
+		if (type == null) {
+			return false;
+		}
+		if (type.getName().equals(name)) {
+			return true;
+		}
+		for (Class<?> implemented : type.getInterfaces()) {
+			if (implementsByName(implemented, name)) {
+				return true;
+			}
+		}
+		return implementsByName(type.getSuperclass(), name);
+	}
+
+	private static boolean hasOwnFilter(Method method) {
+		KafkaListener listener = AnnotatedElementUtils.findMergedAnnotation(method, KafkaListener.class);
+		return listener != null && !listener.filter().isEmpty();
 	}
 
 	private static boolean isInfrastructure(Class<?> parameterType) {

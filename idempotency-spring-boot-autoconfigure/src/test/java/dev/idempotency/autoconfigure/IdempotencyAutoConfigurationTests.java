@@ -1,5 +1,25 @@
 package dev.idempotency.autoconfigure;
 
+import java.util.Map;
+
+import jakarta.persistence.EntityManagerFactory;
+import org.mockito.Mockito;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.reactivestreams.Publisher;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.messaging.handler.annotation.Headers;
+import org.springframework.orm.jpa.JpaTransactionManager;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.AbstractPlatformTransactionManager;
+import org.springframework.transaction.support.DefaultTransactionStatus;
+import org.springframework.transaction.support.ResourceTransactionManager;
 import java.util.List;
 
 import javax.sql.DataSource;
@@ -234,6 +254,69 @@ class IdempotencyAutoConfigurationTests {
 				.hasMessageContaining("takes a list of headers"));
 	}
 
+	@ParameterizedTest
+	@ValueSource(classes = { FutureListener.class, StageListener.class, PublisherListener.class })
+	void failsFastOnAnAsynchronousListener(Class<?> listener) {
+		this.runner.withBean(listener)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(listener.getName() + ".on")
+				.hasMessageContaining("asynchronous"));
+	}
+
+	@Test
+	void failsFastOnABatchListenerWithAMapOfHeaders() {
+		this.runner.withBean(BatchHeadersListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(BatchHeadersListener.class.getName() + ".on")
+				.hasMessageContaining("@Headers"));
+	}
+
+	@Test
+	void failsFastOnAPayloadBatchListenerWithAFilterOfItsOwn() {
+		this.runner.withBean(FilteredPayloadBatchListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(FilteredPayloadBatchListener.class.getName() + ".on")
+				.hasMessageContaining("filter"));
+	}
+
+	@Test
+	void failsFastWhenTheTransactionManagerManagesNoDataSource() {
+		this.runner.withBean("transactionManager", PlatformTransactionManager.class, NoDataSourceTransactionManager::new)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("manages no DataSource"));
+	}
+
+	@Test
+	void failsFastWhenAJpaTransactionManagerManagesAnotherDataSource() {
+		this.runner.withBean("transactionManager", PlatformTransactionManager.class, () -> {
+			// the EntityManagerFactory is beside the point: the check reads the DataSource
+			JpaTransactionManager transactionManager = new JpaTransactionManager(
+					Mockito.mock(EntityManagerFactory.class));
+			transactionManager.setDataSource(new DriverManagerDataSource(TestInfrastructure.postgres().jdbcUrl(),
+					TestInfrastructure.postgres().username(), TestInfrastructure.postgres().password()));
+			return transactionManager;
+		})
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("manages another DataSource"));
+	}
+
+	@Test
+	void failsFastWhenASecondDataSourceTransactionManagerIsChosen() {
+		this.runner.withBean("otherTransactionManager", PlatformTransactionManager.class,
+				() -> new DataSourceTransactionManager(new DriverManagerDataSource(
+						TestInfrastructure.postgres().jdbcUrl(), TestInfrastructure.postgres().username(),
+						TestInfrastructure.postgres().password())))
+			.withPropertyValues("idempotency.transaction-manager=otherTransactionManager")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("manages another DataSource"));
+	}
+
 	private static boolean tableExists(JdbcTemplate jdbc, String schema, String table) {
 		return Boolean.TRUE.equals(jdbc.queryForObject(
 				"SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?)",
@@ -284,6 +367,85 @@ class IdempotencyAutoConfigurationTests {
 		@KafkaListener(topics = "t")
 		@Idempotent(key = "payload.(")
 		public void on(String payload) {
+		}
+
+	}
+
+	static class FutureListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		public CompletableFuture<Void> on(String payload) {
+			return CompletableFuture.completedFuture(null);
+		}
+
+	}
+
+	static class StageListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		public CompletionStage<Void> on(String payload) {
+			return CompletableFuture.completedFuture(null);
+		}
+
+	}
+
+	static class PublisherListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		public Publisher<Void> on(String payload) {
+			return (subscriber) -> {
+			};
+		}
+
+	}
+
+	static class BatchHeadersListener {
+
+		@KafkaListener(topics = "t", batch = "true")
+		@Idempotent
+		public void on(List<ConsumerRecord<String, String>> records, @Headers Map<String, Object> headers) {
+		}
+
+	}
+
+	static class FilteredPayloadBatchListener {
+
+		@KafkaListener(topics = "t", batch = "true", filter = "someFilter")
+		@Idempotent
+		public void on(List<String> payloads) {
+		}
+
+	}
+
+	/**
+	 * A transaction manager of another resource than a DataSource, such as Kafka's.
+	 */
+	static class NoDataSourceTransactionManager extends AbstractPlatformTransactionManager
+			implements ResourceTransactionManager {
+
+		@Override
+		public Object getResourceFactory() {
+			return new Object();
+		}
+
+		@Override
+		protected Object doGetTransaction() {
+			return new Object();
+		}
+
+		@Override
+		protected void doBegin(Object transaction, TransactionDefinition definition) {
+		}
+
+		@Override
+		protected void doCommit(DefaultTransactionStatus status) {
+		}
+
+		@Override
+		protected void doRollback(DefaultTransactionStatus status) {
 		}
 
 	}
