@@ -77,7 +77,6 @@ final class BatchInvoker {
 		ProxyMethodInvocation pristine = (ProxyMethodInvocation) invocation.invocableClone();
 		@Nullable Object[] arguments = invocation.getArguments();
 		Object batch = arguments[method.batchIndex()];
-		String scope = method.scope();
 		ProcessedMessage[] messages = new ProcessedMessage[records.size()];
 		int rejected = 0;
 		int firstRejected = -1;
@@ -96,11 +95,11 @@ final class BatchInvoker {
 				}
 				continue;
 			}
-			messages[i] = new ProcessedMessage(scope, StoredKey.of(key), record.topic(), record.partition(),
+			messages[i] = new ProcessedMessage(method.scope(record), StoredKey.of(key), record.topic(), record.partition(),
 					record.offset());
 		}
 		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
-		List<Integer> candidates = notCached(scope, messages, metrics);
+		List<Integer> candidates = notCached(messages, metrics);
 		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages);
 		Object result;
 		try {
@@ -136,7 +135,8 @@ final class BatchInvoker {
 		complete(attempt.claims, method);
 		if (this.cache != null) {
 			for (int i = 0; i < attempt.kept.size() - handedBack; i++) {
-				this.cache.markProcessed(scope, messages[attempt.kept.get(i)].key());
+				ProcessedMessage message = messages[attempt.kept.get(i)];
+				this.cache.markProcessed(message.scope(), message.key());
 			}
 		}
 		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, attempt.kept.size() - handedBack);
@@ -235,7 +235,7 @@ final class BatchInvoker {
 		return claims;
 	}
 
-	private List<Integer> notCached(String scope, ProcessedMessage[] messages, ListenerMetrics metrics) {
+	private List<Integer> notCached(ProcessedMessage[] messages, ListenerMetrics metrics) {
 		List<Integer> keyed = new ArrayList<>(messages.length);
 		for (int i = 0; i < messages.length; i++) {
 			if (messages[i] != null) {
@@ -245,15 +245,27 @@ final class BatchInvoker {
 		if (this.cache == null || keyed.isEmpty()) {
 			return keyed;
 		}
-		List<String> keys = new ArrayList<>(keyed.size());
+		// one lookup per scope: records of a batch share one, unless some came through a
+		// retry topic from another group
+		Map<String, List<Integer>> byScope = new LinkedHashMap<>();
 		for (int index : keyed) {
-			keys.add(messages[index].key());
+			byScope.computeIfAbsent(messages[index].scope(), (scope) -> new ArrayList<>()).add(index);
 		}
-		boolean[] cached = this.cache.areProcessed(scope, keys);
+		boolean[] cached = new boolean[messages.length];
+		byScope.forEach((scope, indexes) -> {
+			List<String> keys = new ArrayList<>(indexes.size());
+			for (int index : indexes) {
+				keys.add(messages[index].key());
+			}
+			boolean[] processed = this.cache.areProcessed(scope, keys);
+			for (int i = 0; i < processed.length; i++) {
+				cached[indexes.get(i)] = processed[i];
+			}
+		});
 		List<Integer> candidates = new ArrayList<>(keyed.size());
-		for (int i = 0; i < cached.length; i++) {
-			if (!cached[i]) {
-				candidates.add(keyed.get(i));
+		for (int index : keyed) {
+			if (!cached[index]) {
+				candidates.add(index);
 			}
 		}
 		metrics.messages(Outcome.DUPLICATE, DecisionSource.CACHE, keyed.size() - candidates.size());

@@ -101,7 +101,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				return null;
 			}
 		}
-		ProcessedMessage message = new ProcessedMessage(listener.method().scope(), StoredKey.of(key), record.topic(),
+		ProcessedMessage message = new ProcessedMessage(listener.method().scope(record), StoredKey.of(key), record.topic(),
 				record.partition(), record.offset());
 		return claimAndProceed(invocation, listener, record, message, arguments);
 	}

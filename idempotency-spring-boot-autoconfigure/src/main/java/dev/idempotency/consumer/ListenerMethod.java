@@ -9,6 +9,7 @@ import java.util.concurrent.Future;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.key.KeyExpressions;
+import dev.idempotency.key.RecordCoordinates;
 import dev.idempotency.key.StoredKey;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -174,13 +175,19 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	}
 
 	/**
-	 * Return the scope of this listener's keys: the annotated scope, else the consumer
-	 * group of the current consumer thread, else the listener's name.
+	 * Return the scope of a record's key: the annotated scope; else, for a record
+	 * republished to a retry or dead-letter topic, the consumer group that first failed it
+	 * (retry endpoints consume with a suffixed group, and the record is the same message);
+	 * else the consumer group of the current consumer thread; else the listener's name.
+	 * @param record the record
 	 * @return the scope, fitted to the store
 	 */
-	String scope() {
+	String scope(ConsumerRecord<?, ?> record) {
 		String scope = this.idempotent.scope();
 		if (scope.isEmpty()) {
+			scope = RecordCoordinates.originalConsumerGroup(record);
+		}
+		if (scope == null || scope.isEmpty()) {
 			scope = KafkaUtils.getConsumerGroupId();
 		}
 		if (scope == null || scope.isEmpty()) {
