@@ -423,13 +423,18 @@ final class BatchInvoker {
 			case RECORD_LIST -> ((List<?>) batch).forEach((record) -> records.add((ConsumerRecord<?, ?>) record));
 			case CONSUMER_RECORDS -> ((ConsumerRecords<?, ?>) batch).forEach(records::add);
 			default -> {
+				List<? extends ConsumerRecord<?, ?>> filtered = CurrentRecord.filteredBatch();
 				ConsumerRecords<?, ?> bound = CurrentRecord.batch();
-				if (bound != null) {
+				if (filtered != null) {
+					records.addAll(filtered);
+				}
+				else if (bound != null) {
 					bound.forEach(records::add);
 				}
 				if (records.size() != ((List<?>) batch).size()) {
 					throw new IllegalStateException("The batch of " + method.name() + " has " + ((List<?>) batch).size()
-							+ " payloads for " + records.size() + " records; take List<ConsumerRecord> instead");
+							+ " payloads for " + records.size() + " records, so they cannot be matched (a record "
+							+ "filter the starter does not know of?); take List<ConsumerRecord> instead");
 				}
 			}
 		}

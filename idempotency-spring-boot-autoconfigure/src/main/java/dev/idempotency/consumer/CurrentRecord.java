@@ -1,5 +1,7 @@
 package dev.idempotency.consumer;
 
+import java.util.List;
+
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.jspecify.annotations.Nullable;
@@ -15,17 +17,33 @@ final class CurrentRecord {
 
 	private static final ThreadLocal<ConsumerRecords<?, ?>> BATCH = new ThreadLocal<>();
 
+	private static final ThreadLocal<List<? extends ConsumerRecord<?, ?>>> FILTERED_BATCH = new ThreadLocal<>();
+
 	private CurrentRecord() {
 	}
 
 	static void set(ConsumerRecord<?, ?> record) {
 		BATCH.remove();
+		FILTERED_BATCH.remove();
 		RECORD.set(record);
 	}
 
 	static void setBatch(ConsumerRecords<?, ?> records) {
 		RECORD.remove();
+		FILTERED_BATCH.remove();
 		BATCH.set(records);
+	}
+
+	/**
+	 * Bind the records of the current batch that passed the container's record filter:
+	 * those the listener receives.
+	 */
+	static void setFilteredBatch(List<? extends ConsumerRecord<?, ?>> records) {
+		FILTERED_BATCH.set(records);
+	}
+
+	static @Nullable List<? extends ConsumerRecord<?, ?>> filteredBatch() {
+		return FILTERED_BATCH.get();
 	}
 
 	static @Nullable ConsumerRecords<?, ?> batch() {
@@ -39,6 +57,7 @@ final class CurrentRecord {
 	static void clear() {
 		RECORD.remove();
 		BATCH.remove();
+		FILTERED_BATCH.remove();
 	}
 
 }
