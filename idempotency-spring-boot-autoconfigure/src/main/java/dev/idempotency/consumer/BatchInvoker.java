@@ -53,8 +53,11 @@ final class BatchInvoker {
 
 	private final @Nullable ProcessedKeyCache cache;
 
+	private final KafkaTransactionCheck kafkaTransactions;
+
 	BatchInvoker(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver, MissingKeyPolicy missingKeyPolicy,
-			TransactionOperations transactions, @Nullable ProcessedKeyCache cache) {
+			TransactionOperations transactions, @Nullable ProcessedKeyCache cache, KafkaTransactionCheck kafkaTransactions) {
+		this.kafkaTransactions = kafkaTransactions;
 		this.store = store;
 		this.keyResolver = keyResolver;
 		this.missingKeyPolicy = missingKeyPolicy;
@@ -107,6 +110,7 @@ final class BatchInvoker {
 				result = this.transactions.execute((status) -> {
 					attempt.claims.addAll(claim(candidates, messages, metrics));
 					Object returned = attempt.proceedWithNew();
+					this.kafkaTransactions.check(method);
 					if (attempt.isNacked() && !this.store.unclaimAll(attempt.handedBack())) {
 						status.setRollbackOnly();
 						attempt.acknowledgment.nackAll();

@@ -64,6 +64,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final BatchInvoker batches;
 
+	private final KafkaTransactionCheck kafkaTransactions = new KafkaTransactionCheck();
+
 	/**
 	 * Create an interceptor.
 	 * @param store the store that claims keys
@@ -82,7 +84,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		this.transactions = transactions;
 		this.metrics = metrics;
 		this.cache = cache;
-		this.batches = new BatchInvoker(store, keyResolver, missingKeyPolicy, transactions, cache);
+		this.batches = new BatchInvoker(store, keyResolver, missingKeyPolicy, transactions, cache,
+				this.kafkaTransactions);
 	}
 
 	@Override
@@ -123,6 +126,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 						return DUPLICATE;
 					}
 					Object returned = proceed(invocation);
+					this.kafkaTransactions.check(listener.method());
 					if (acknowledgment != null && acknowledgment.isNacked()) {
 						// the record is handed back: its claim must not outlive the nack
 						status.setRollbackOnly();

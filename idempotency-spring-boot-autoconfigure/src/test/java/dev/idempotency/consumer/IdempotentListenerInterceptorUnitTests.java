@@ -1,5 +1,13 @@
 package dev.idempotency.consumer;
 
+import java.time.Duration;
+
+import org.apache.kafka.clients.producer.MockProducer;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.kafka.core.KafkaResourceHolder;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -33,11 +41,28 @@ import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
  * The store here is an in-memory stand-in; the real store's behaviour is covered by its
  * own integration tests.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class IdempotentListenerInterceptorUnitTests {
 
 	private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
 	private final InMemoryStore store = new InMemoryStore();
+
+	@Test
+	void warnsOnceWhenTheListenerRunsInAKafkaTransaction(CapturedOutput output) {
+		Listener listener = proxy(MissingKeyPolicy.RECORD_COORDINATES);
+		Object producerFactory = new Object();
+		try {
+			listener.sendsInKafkaTransaction(keyed("a", 1), producerFactory);
+			TransactionSynchronizationManager.unbindResource(producerFactory);
+			listener.sendsInKafkaTransaction(keyed("b", 2), producerFactory);
+		}
+		finally {
+			TransactionSynchronizationManager.unbindResourceIfPossible(producerFactory);
+		}
+		assertThat(output.getOut().split("runs in a Kafka transaction", -1)).hasSize(2);
+		assertThat(output.getOut()).contains("Listener.sendsInKafkaTransaction");
+	}
 
 	@Test
 	void invokesTheListenerOnceForAKeyAndSkipsItsDuplicates() {
@@ -152,6 +177,14 @@ class IdempotentListenerInterceptorUnitTests {
 	static class Listener {
 
 		private final List<Long> received = new ArrayList<>();
+
+		// what a transactional KafkaTemplate does on its first send in a transaction
+		@KafkaListener(topics = "payments", groupId = "ledger")
+		@Idempotent
+		public void sendsInKafkaTransaction(ConsumerRecord<String, String> record, Object producerFactory) {
+			TransactionSynchronizationManager.bindResource(producerFactory,
+					new KafkaResourceHolder<>(new MockProducer<>(), Duration.ZERO));
+		}
 
 		@KafkaListener(topics = "payments", groupId = "ledger")
 		@Idempotent
