@@ -20,7 +20,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * coordinates (topic-partition-offset) as key, reject it with an exception, or skip it.
  * @param lockTimeout Maximum time a claim waits for a concurrent claim of the same key
  * (another consumer processing the same message) before failing; 0 waits without bound.
- * It applies to the whole listener transaction.
+ * It bounds the claim statement only.
  * @param transactionManager Name of the PlatformTransactionManager bean that runs the
  * claim and the listener method. By default the unique (or primary) one, else the bean
  * named "transactionManager".
