@@ -94,7 +94,9 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	/**
 	 * The Redis-only processed-message store.
 	 *
-	 * @param keyPrefix Prefix of the Redis keys the store writes, apart from the cache's.
+	 * @param keyPrefix Prefix of the Redis keys the store writes. Where the cache is in
+	 * use, neither this prefix nor idempotency.cache.key-prefix may start with the other,
+	 * so that the cache never reads a claim in progress as a processed key.
 	 * @param lease How long a claim holds a key before another consumer may take it over.
 	 * Must exceed the longest listener invocation.
 	 * @param ttl How long a completed key is remembered.
@@ -114,8 +116,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 *
 	 * @param enabled Whether to look keys up in Redis before the database and write them
 	 * there after each commit, when the application has a Lettuce Redis connection.
-	 * @param keyPrefix Prefix of the Redis keys the cache writes, apart from the Redis-only
-	 * store's.
+	 * @param keyPrefix Prefix of the Redis keys the cache writes. Neither this prefix nor
+	 * idempotency.store.redis.key-prefix may start with the other.
 	 * @param ttl How long a processed key stays in the cache. Should not exceed the
 	 * database retention.
 	 * @param timeout Maximum time a lookup may take; a slower answer counts as a miss.
