@@ -121,7 +121,7 @@ public final class BenchmarkScenario {
 				keys.stream().map((key) -> new Object[] { group, key }).toList());
 		if (cache) {
 			// the layout the cache documents: <prefix><scope length>:<scope>:<key>
-			String prefix = "idempotency:" + group.length() + ":" + group + ":";
+			String prefix = "idempotency:cache:" + group.length() + ":" + group + ":";
 			byte[] value = "1".getBytes(StandardCharsets.UTF_8);
 			redis.executePipelined((RedisCallback<Object>) (connection) -> {
 				keys.forEach((key) -> connection.stringCommands()

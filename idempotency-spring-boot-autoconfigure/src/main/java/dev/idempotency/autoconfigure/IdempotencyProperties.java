@@ -125,12 +125,14 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	/**
 	 * The Redis-only processed-message store.
 	 *
-	 * @param keyPrefix Prefix of the Redis keys the store writes.
+	 * @param keyPrefix Prefix of the Redis keys the store writes. Where the cache is in
+	 * use, neither this prefix nor idempotency.cache.key-prefix may start with the other,
+	 * so that the cache never reads a claim in progress as a processed key.
 	 * @param lease How long a claim holds a key before another consumer may take it over.
 	 * Must exceed the longest listener invocation.
 	 * @param ttl How long a completed key is remembered.
 	 */
-	public record Redis(@DefaultValue("idempotency:") String keyPrefix, @DefaultValue("1m") Duration lease,
+	public record Redis(@DefaultValue("idempotency:store:") String keyPrefix, @DefaultValue("1m") Duration lease,
 			@DefaultValue("7d") Duration ttl) {
 
 		public Redis {
@@ -145,7 +147,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 *
 	 * @param enabled Whether to look keys up in Redis before the database and write them
 	 * there after each commit, when the application has a Lettuce Redis connection.
-	 * @param keyPrefix Prefix of the Redis keys the cache writes.
+	 * @param keyPrefix Prefix of the Redis keys the cache writes. Neither this prefix nor
+	 * idempotency.store.redis.key-prefix may start with the other.
 	 * @param ttl How long a processed key stays in the cache. Should not exceed the
 	 * database retention.
 	 * @param timeout Maximum time a lookup may take; a slower answer counts as a miss.
@@ -154,7 +157,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param openFor How long the cache is not asked after repeated failures, before one
 	 * lookup probes it again.
 	 */
-	public record Cache(@DefaultValue("true") boolean enabled, @DefaultValue("idempotency:") String keyPrefix,
+	public record Cache(@DefaultValue("true") boolean enabled, @DefaultValue("idempotency:cache:") String keyPrefix,
 			@DefaultValue("24h") Duration ttl, @DefaultValue("50ms") Duration timeout,
 			@DefaultValue("5") int failureThreshold, @DefaultValue("10s") Duration openFor) {
 

@@ -67,6 +67,7 @@ public final class IdempotencyRedisAutoConfiguration {
 		ProcessedKeyCache processedKeyCache(LettuceConnectionFactory connectionFactory,
 				IdempotencyProperties properties, ObjectProvider<IdempotencyMetrics> metrics) {
 			IdempotencyProperties.Cache cache = properties.cache();
+			requireSeparateKeySpaces(cache.keyPrefix(), properties.store().redis().keyPrefix());
 			if (cache.ttl().compareTo(properties.store().jdbc().retention()) > 0) {
 				logger.warn("idempotency.cache.ttl (" + cache.ttl() + ") exceeds idempotency.store.jdbc.retention ("
 						+ properties.store().jdbc().retention() + "): the cache would remember keys the database "
@@ -82,6 +83,24 @@ public final class IdempotencyRedisAutoConfiguration {
 		@Bean
 		static ConsumerFactoryPostProcessor idempotencyConsumerFactoryPostProcessor() {
 			return new ConsumerFactoryPostProcessor();
+		}
+
+		/**
+		 * Refuse prefixes that let the cache and the Redis-only store share keys. One
+		 * application never uses both, but instances of one group that switch between them
+		 * (a rolling deploy) or services that share a scope meet on the same Redis: the
+		 * cache would take the store's claims in progress for processed keys and skip
+		 * records nobody applied, and the store would take cached keys for claims in
+		 * progress. An application on the Redis-only store alone is not checked, so that it
+		 * can keep the prefix of earlier versions.
+		 */
+		private static void requireSeparateKeySpaces(String cachePrefix, String storePrefix) {
+			if (cachePrefix.startsWith(storePrefix) || storePrefix.startsWith(cachePrefix)) {
+				throw new IllegalStateException("idempotency.cache.key-prefix ('" + cachePrefix
+						+ "') and idempotency.store.redis.key-prefix ('" + storePrefix + "') overlap: the cache "
+						+ "would read keys of the Redis-only store, such as claims in progress, as processed keys. "
+						+ "Choose prefixes of which neither starts with the other.");
+			}
 		}
 
 	}

@@ -200,6 +200,38 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
+	void refusesACachePrefixThatStartsTheRedisStorePrefix() {
+		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.cache.key-prefix=idempotency:")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("idempotency.cache.key-prefix ('idempotency:')")
+				.hasMessageContaining("idempotency.store.redis.key-prefix ('idempotency:store:') overlap"));
+	}
+
+	@Test
+	void refusesARedisStorePrefixThatStartsWithTheCachePrefix() {
+		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.store.redis.key-prefix=idempotency:cache:claims:")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("idempotency.cache.key-prefix ('idempotency:cache:')")
+				.hasMessageContaining("idempotency.store.redis.key-prefix ('idempotency:cache:claims:') overlap"));
+	}
+
+	@Test
+	void acceptsAnyPrefixForTheRedisStoreAlone() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
+			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withPropertyValues("idempotency.store.type=redis", "idempotency.store.redis.key-prefix=idempotency:")
+			.run((context) -> assertThat(context).hasNotFailed().hasSingleBean(RedisProcessedMessageStore.class));
+	}
+
+	@Test
 	void warnsWhenTheCacheWouldOutliveTheDatabaseRetention(CapturedOutput output) {
 		this.runner.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
 			.withPropertyValues("idempotency.cache.ttl=10d", "idempotency.store.jdbc.retention=7d")

@@ -211,7 +211,7 @@ class RedisCacheIntegrationTests {
 	}
 
 	private static String redisKey(String key) {
-		return new RedisKeys("idempotency:").of(GROUP, key);
+		return new RedisKeys("idempotency:cache:").of(GROUP, key);
 	}
 
 	private static int effects(String key) {

@@ -31,6 +31,15 @@ public final class TestRedis implements AutoCloseable {
 		return redis;
 	}
 
+	/**
+	 * Reserve a free port for a server that is not running yet, as a Redis that is down;
+	 * {@link #restart()} starts it there.
+	 * @return the server, not running
+	 */
+	public static TestRedis notRunning() {
+		return new TestRedis(freePort());
+	}
+
 	public int port() {
 		return this.port;
 	}
