@@ -1,5 +1,8 @@
 package dev.idempotency.cache;
 
+
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -66,6 +69,29 @@ class RedisStoreListenerIntegrationTests {
 		}
 	}
 
+	@Test
+	void recordWhoseKeyAnotherConsumerLeasedIsAppliedOnceTheLeaseExpires() {
+		TestInfrastructure.createTopic(TOPIC + "-leased", 1);
+		try (TestRedis redis = TestRedis.start();
+				ConfigurableApplicationContext context = TestApplications.run(App.class, redis.springProperty(),
+						"idempotency.store.type=redis", "idempotency.store.redis.lease=6s",
+						"idempotency.infrastructure-retry.initial-interval=200ms",
+						"idempotency.infrastructure-retry.max-interval=500ms", "spring.autoconfigure.exclude="
+								+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
+								+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
+								+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration")) {
+			String key = UUID.randomUUID().toString();
+			// another consumer claimed the key and went silent: its lease runs for 6 s, far
+			// longer than the ten attempts without pause of the default error handler
+			ProcessedMessageStore store = context.getBean(ProcessedMessageStore.class);
+			assertThat(store.claim(new ProcessedMessage("redis-store-leased", key, TOPIC, 0, 0)).isNew()).isTrue();
+			TestKafka.send(TOPIC + "-leased", 0, key, Map.of("X-Idempotency-Key", key));
+			TestKafka.awaitCommitted("redis-store-leased", new TopicPartition(TOPIC + "-leased", 0),
+					Duration.ofSeconds(60));
+			assertThat(context.getBean(Invocations.class).of(key)).isEqualTo(1);
+		}
+	}
+
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
 	static class App {
@@ -84,6 +110,12 @@ class RedisStoreListenerIntegrationTests {
 		@KafkaListener(id = "redis-store", topics = TOPIC, groupId = "redis-store")
 		@Idempotent
 		public void on(String key) {
+			this.counts.merge(key, 1, Integer::sum);
+		}
+
+		@KafkaListener(id = "redis-store-leased", topics = TOPIC + "-leased", groupId = "redis-store-leased")
+		@Idempotent
+		public void leased(String key) {
 			this.counts.merge(key, 1, Integer::sum);
 		}
 
