@@ -1,15 +1,16 @@
 package dev.idempotency.consumer;
 
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
-import dev.idempotency.consumer.IdempotentListenerInterceptor.CheckedListenerException;
 import dev.idempotency.key.MissingKeyPolicy;
 import dev.idempotency.key.RecordCoordinates;
 import dev.idempotency.key.StoredKey;
@@ -70,12 +71,41 @@ final class BatchInvoker {
 		Object batch = invocation.getArguments()[method.batchIndex()];
 		List<ConsumerRecord<?, ?>> records = records(method, batch);
 		List<?> payloads = (method.batchKind() == ListenerMethod.BatchKind.PAYLOAD_LIST) ? (List<?>) batch : null;
-		return invoke((ProxyMethodInvocation) invocation, method, metrics, records, payloads, false);
+		return invoke((ProxyMethodInvocation) invocation, method, metrics, records, payloads,
+				containerIndexes(method, records), false);
+	}
+
+	/**
+	 * Map positions in the records the interceptor works on to the batch the container
+	 * delivered: the same, except for a List of payloads behind the factory's record
+	 * filter, where the container still counts the records the filter removed.
+	 */
+	private static IntUnaryOperator containerIndexes(ListenerMethod method, List<ConsumerRecord<?, ?>> records) {
+		ConsumerRecords<?, ?> delivered = CurrentRecord.batch();
+		if (method.batchKind() != ListenerMethod.BatchKind.PAYLOAD_LIST || CurrentRecord.filteredBatch() == null
+				|| delivered == null || delivered.count() == records.size()) {
+			return IntUnaryOperator.identity();
+		}
+		Map<ConsumerRecord<?, ?>, Integer> positions = new IdentityHashMap<>();
+		int position = 0;
+		for (ConsumerRecord<?, ?> record : delivered) {
+			positions.put(record, position++);
+		}
+		int[] indexes = new int[records.size()];
+		for (int i = 0; i < indexes.length; i++) {
+			Integer index = positions.get(records.get(i));
+			if (index == null) {
+				throw new IllegalStateException("A record that passed the filter of " + method.name()
+						+ " is not in the batch the container delivered");
+			}
+			indexes[i] = index;
+		}
+		return (i) -> indexes[i];
 	}
 
 	private @Nullable Object invoke(ProxyMethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
-			List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, boolean prefixOfFailedBatch)
-			throws Throwable {
+			List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, IntUnaryOperator containerIndexes,
+			boolean prefixOfFailedBatch) throws Throwable {
 		// kept untouched, to run the listener again on the records before one it names as failed
 		ProxyMethodInvocation pristine = (ProxyMethodInvocation) invocation.invocableClone();
 		@Nullable Object[] arguments = invocation.getArguments();
@@ -103,7 +133,8 @@ final class BatchInvoker {
 		}
 		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
 		List<Integer> candidates = notCached(messages, metrics);
-		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages);
+		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages,
+				containerIndexes, firstRejected);
 		Object result;
 		try {
 			if (this.store.joinsTransaction()) {
@@ -123,12 +154,14 @@ final class BatchInvoker {
 				result = this.transactions.execute((status) -> attempt.proceedWithNew());
 			}
 		}
-		catch (BatchListenerFailedException ex) {
-			failed(attempt.claims, 1, metrics, ex);
-			return retryBefore(ex, attempt, pristine, metrics);
-		}
 		catch (RuntimeException | Error ex) {
-			throw failed(attempt.claims, candidates.size(), metrics, IdempotentListenerInterceptor.original(ex));
+			// the listener's own exception, also when the rollback after it failed
+			Throwable failure = IdempotentListenerInterceptor.original(ex);
+			if (failure instanceof BatchListenerFailedException batchFailure) {
+				failed(attempt.claims, 1, metrics, batchFailure);
+				return retryBefore(batchFailure, attempt, pristine, metrics);
+			}
+			throw failed(attempt.claims, candidates.size(), metrics, failure);
 		}
 		int handedBack = 0;
 		if (attempt.isNacked()) {
@@ -154,17 +187,22 @@ final class BatchInvoker {
 		if (prefixOfFailedBatch && attempt.isNacked()) {
 			// the listener handed back records before the one it named as failed the first time
 			throw new BatchListenerFailedException("Records handed back while retrying the records before a failed one",
-					attempt.deliveredIndex(attempt.acknowledgment.nackIndex()));
+					records.get(attempt.position(Math.max(0, attempt.acknowledgment.nackIndex()))));
 		}
-		if (firstRejected >= 0) {
+		boolean nackedBeforeRejected = attempt.isNacked()
+				&& attempt.position(Math.max(0, attempt.acknowledgment.nackIndex())) < firstRejected;
+		if (firstRejected >= 0 && !nackedBeforeRejected) {
 			// Everything else in the batch is committed. Name the first record without a key, so
 			// that the error handler commits the records before it and retries or recovers from
 			// it; the records after it come back as duplicates.
 			ConsumerRecord<?, ?> record = records.get(firstRejected);
+			if (attempt.acknowledgment != null) {
+				attempt.acknowledgment.discard();
+			}
 			throw new BatchListenerFailedException("Record without idempotency key",
 					new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
 							method.name()),
-					firstRejected);
+					record);
 		}
 		if (attempt.acknowledgment != null && !prefixOfFailedBatch) {
 			attempt.acknowledgment.release();
@@ -192,7 +230,7 @@ final class BatchInvoker {
 			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
 			throw (cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause);
 		}
-		if (attempt.keptBefore(failed)) {
+		if (attempt.keptBefore(failed) || (attempt.firstRejected >= 0 && attempt.firstRejected < failed)) {
 			ListenerMethod method = attempt.method;
 			List<Integer> prefix = new ArrayList<>(failed);
 			for (int i = 0; i < failed; i++) {
@@ -202,9 +240,11 @@ final class BatchInvoker {
 			arguments[method.batchIndex()] = filtered(method, attempt.batch, attempt.records, attempt.payloads, prefix);
 			pristine.setArguments(arguments);
 			invoke(pristine, method, metrics, attempt.records.subList(0, failed),
-					(attempt.payloads != null) ? attempt.payloads.subList(0, failed) : null, true);
+					(attempt.payloads != null) ? attempt.payloads.subList(0, failed) : null, attempt.containerIndexes,
+					true);
 		}
-		throw new BatchListenerFailedException(ex.getMessage(), ex.getCause(), failed);
+		// named by the record: a List of payloads behind a filter counts other indexes
+		throw new BatchListenerFailedException(ex.getMessage(), ex.getCause(), attempt.records.get(failed));
 	}
 
 	private static void complete(List<Claim> claims, ListenerMethod method) {
@@ -327,11 +367,17 @@ final class BatchInvoker {
 		/** Indexes in the delivered batch of the records the listener receives. */
 		final List<Integer> kept = new ArrayList<>();
 
+		final IntUnaryOperator containerIndexes;
+
+		final int firstRejected;
+
 		@Nullable DeferredAcknowledgment acknowledgment;
 
 		Attempt(ProxyMethodInvocation invocation, ListenerMethod method, Object batch,
 				List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, List<Integer> candidates,
-				ProcessedMessage[] messages) {
+				ProcessedMessage[] messages, IntUnaryOperator containerIndexes, int firstRejected) {
+			this.containerIndexes = containerIndexes;
+			this.firstRejected = firstRejected;
 			this.invocation = invocation;
 			this.method = method;
 			this.batch = batch;
@@ -355,12 +401,14 @@ final class BatchInvoker {
 				arguments[this.method.batchIndex()] = filtered(this.method, this.batch, this.records, this.payloads,
 						this.kept);
 			}
-			this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments, this::deliveredIndex);
+			this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments,
+					(index) -> this.containerIndexes.applyAsInt(position(index)));
 			this.invocation.setArguments(arguments);
 			return IdempotentListenerInterceptor.proceed(this.invocation);
 		}
 
-		int deliveredIndex(int index) {
+		/** The position in the records of the record at an index of the list the listener received. */
+		int position(int index) {
 			if (index < 0 || index >= this.kept.size()) {
 				throw new IndexOutOfBoundsException("Index " + index + " is outside the batch of " + this.kept.size()
 						+ " records the listener received");

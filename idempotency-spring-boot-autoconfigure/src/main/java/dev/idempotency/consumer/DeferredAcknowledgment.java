@@ -23,7 +23,9 @@ final class DeferredAcknowledgment implements Acknowledgment {
 
 	private final IntUnaryOperator deliveredIndex;
 
-	private final List<Runnable> calls = new ArrayList<>(1);
+	private final List<Call> calls = new ArrayList<>(1);
+
+	private boolean released;
 
 	private boolean nacked;
 
@@ -43,25 +45,43 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	}
 
 	@Override
-	public void acknowledge() {
-		this.calls.add(this.delegate::acknowledge);
+	public synchronized void acknowledge() {
+		if (this.released) {
+			this.delegate.acknowledge();
+		}
+		else {
+			this.calls.add(new Call(Integer.MAX_VALUE, this.delegate::acknowledge));
+		}
 	}
 
 	@Override
-	public void acknowledge(int index) {
+	public synchronized void acknowledge(int index) {
 		int delivered = this.deliveredIndex.applyAsInt(index);
-		this.calls.add(() -> this.delegate.acknowledge(delivered));
+		if (this.released) {
+			this.delegate.acknowledge(delivered);
+		}
+		else {
+			this.calls.add(new Call(index, () -> this.delegate.acknowledge(delivered)));
+		}
 	}
 
 	@Override
-	public void nack(Duration sleep) {
+	public synchronized void nack(Duration sleep) {
+		if (this.released) {
+			this.delegate.nack(sleep);
+			return;
+		}
 		this.nacked = true;
 		this.nackSleep = sleep;
 	}
 
 	@Override
-	public void nack(int index, Duration sleep) {
-		this.deliveredIndex.applyAsInt(index); // fails now for an index out of the batch
+	public synchronized void nack(int index, Duration sleep) {
+		int delivered = this.deliveredIndex.applyAsInt(index); // fails now for an index out of the batch
+		if (this.released) {
+			this.delegate.nack(delivered, sleep);
+			return;
+		}
 		this.nacked = true;
 		this.nackIndex = index;
 		this.nackSleep = sleep;
@@ -76,7 +96,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	 * Return whether the listener called a {@code nack}.
 	 * @return {@code true} after a nack
 	 */
-	boolean isNacked() {
+	synchronized boolean isNacked() {
 		return this.nacked;
 	}
 
@@ -85,24 +105,38 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	 * records back; -1 for a nack of a record, or when there was none.
 	 * @return the index
 	 */
-	int nackIndex() {
+	synchronized int nackIndex() {
 		return this.nackIndex;
+	}
+
+	/**
+	 * Return the index in the delivered batch from which a batch nack hands records back.
+	 * @return the index, or -1
+	 */
+	synchronized int deliveredNackIndex() {
+		return (this.nackIndex >= 0) ? this.deliveredIndex.applyAsInt(this.nackIndex) : -1;
 	}
 
 	/**
 	 * Hand the whole batch back rather than the records from the nacked one on, because
 	 * their claims could not be given up alone and the whole batch rolled back.
 	 */
-	void nackAll() {
+	synchronized void nackAll() {
 		this.nackIndex = 0;
 	}
 
 	/**
 	 * Pass the listener's calls on to the container, once its transaction committed (or
-	 * rolled back after a nack).
+	 * rolled back after a nack), and every later call at once. Acknowledgments of records
+	 * that a nack handed back are dropped: their offsets must not be committed.
 	 */
-	void release() {
-		this.calls.forEach(Runnable::run);
+	synchronized void release() {
+		this.released = true;
+		for (Call call : this.calls) {
+			if (!this.nacked || (this.nackIndex >= 0 && call.index() < this.nackIndex)) {
+				call.action().run();
+			}
+		}
 		this.calls.clear();
 		if (this.nacked && this.nackSleep != null) {
 			if (this.nackIndex >= 0) {
@@ -112,6 +146,17 @@ final class DeferredAcknowledgment implements Acknowledgment {
 				this.delegate.nack(this.nackSleep);
 			}
 		}
+	}
+
+	/**
+	 * Forget the listener's calls: its records are handed to the error handler.
+	 */
+	synchronized void discard() {
+		this.calls.clear();
+		this.nacked = false;
+	}
+
+	private record Call(int index, Runnable action) {
 	}
 
 	/**

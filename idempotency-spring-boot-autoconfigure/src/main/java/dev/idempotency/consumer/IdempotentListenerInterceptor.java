@@ -29,6 +29,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.TransactionSystemException;
 import org.springframework.transaction.support.TransactionOperations;
 
@@ -121,23 +122,13 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		Claim claim = null;
 		try {
 			if (this.store.joinsTransaction()) {
-				result = this.transactions.execute((status) -> {
-					if (!claim(listener, message).isNew()) {
-						return DUPLICATE;
-					}
-					Object returned = proceed(invocation);
-					this.kafkaTransactions.check(listener.method());
-					if (acknowledgment != null && acknowledgment.isNacked()) {
-						// the record is handed back: its claim must not outlive the nack
-						status.setRollbackOnly();
-						return NACKED;
-					}
-					return returned;
-				});
+				result = this.transactions.execute((status) -> claim(listener, message).isNew()
+						? proceedUnlessNacked(invocation, listener, acknowledgment, status) : DUPLICATE);
 			}
 			else {
 				claim = claim(listener, message);
-				result = claim.isNew() ? this.transactions.execute((status) -> proceed(invocation)) : DUPLICATE;
+				result = claim.isNew() ? this.transactions.execute(
+						(status) -> proceedUnlessNacked(invocation, listener, acknowledgment, status)) : DUPLICATE;
 			}
 		}
 		catch (RuntimeException | Error ex) {
@@ -166,6 +157,18 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 			acknowledgment.release();
 		}
 		return result;
+	}
+
+	private @Nullable Object proceedUnlessNacked(MethodInvocation invocation, Listener listener,
+			@Nullable DeferredAcknowledgment acknowledgment, TransactionStatus status) {
+		Object returned = proceed(invocation);
+		this.kafkaTransactions.check(listener.method());
+		if (acknowledgment != null && acknowledgment.isNacked()) {
+			// the record is handed back: its work and claim must not outlive the nack
+			status.setRollbackOnly();
+			return NACKED;
+		}
+		return returned;
 	}
 
 	private @Nullable Object nacked(Listener listener, ProcessedMessage message, @Nullable Claim claim,

@@ -11,9 +11,11 @@ import org.apache.kafka.common.TopicPartition;
 import org.springframework.kafka.KafkaException;
 import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.ListenerUtils;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.TopicPartitionOffset;
 import org.springframework.util.backoff.BackOff;
+import org.springframework.util.backoff.BackOffExecution;
 
 /**
  * A container's error handler that retries records failed by the infrastructure (see
@@ -27,6 +29,10 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 
 	private final DefaultErrorHandler infrastructure;
 
+	private final BackOff backOff;
+
+	private final ThreadLocal<BatchRetry> batchRetry = new ThreadLocal<>();
+
 	/**
 	 * Wrap the application's error handler.
 	 * @param application the error handler of the container
@@ -35,6 +41,7 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	 */
 	public InfrastructureRetryingErrorHandler(CommonErrorHandler application, BackOff backOff) {
 		this.application = application;
+		this.backOff = backOff;
 		this.infrastructure = new DefaultErrorHandler((record, ex) -> {
 			throw new IllegalStateException("A record failed by the infrastructure is retried, never recovered", ex);
 		}, backOff);
@@ -71,15 +78,54 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	@Override
 	public void handleBatch(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
 			MessageListenerContainer container, Runnable invokeListener) {
-		handlerFor(thrownException).handleBatch(thrownException, data, consumer, container, invokeListener);
+		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
+			redeliverLater(thrownException, data, consumer, container);
+		}
+		this.application.handleBatch(thrownException, data, consumer, container, invokeListener);
 	}
 
 	@Override
 	public <K, V> ConsumerRecords<K, V> handleBatchAndReturnRemaining(Exception thrownException,
 			ConsumerRecords<?, ?> data, Consumer<?, ?> consumer, MessageListenerContainer container,
 			Runnable invokeListener) {
-		return handlerFor(thrownException).handleBatchAndReturnRemaining(thrownException, data, consumer, container,
+		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
+			redeliverLater(thrownException, data, consumer, container);
+		}
+		return this.application.handleBatchAndReturnRemaining(thrownException, data, consumer, container,
 				invokeListener);
+	}
+
+	/**
+	 * Send a batch failed by the infrastructure back to the container whole: seek each of
+	 * its partitions back to its first record, wait out the back-off, and throw, so that
+	 * nothing of it is committed and the next poll delivers it again. Each attempt comes
+	 * back here, so that a failure of another kind then reaches the application's handler,
+	 * and the application's retries never count an outage.
+	 */
+	private void redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
+			MessageListenerContainer container) {
+		for (TopicPartition partition : data.partitions()) {
+			List<? extends ConsumerRecord<?, ?>> records = data.records(partition);
+			if (!records.isEmpty()) {
+				consumer.seek(partition, records.get(0).offset());
+			}
+		}
+		ConsumerRecord<?, ?> first = data.iterator().next();
+		TopicPartitionOffset batch = new TopicPartitionOffset(first.topic(), first.partition(), first.offset());
+		BatchRetry retry = this.batchRetry.get();
+		if (retry == null || !retry.batch().equals(batch)) {
+			retry = new BatchRetry(batch, this.backOff.start());
+			this.batchRetry.set(retry);
+		}
+		long delay = retry.execution().nextBackOff();
+		try {
+			ListenerUtils.stoppableSleep(container, Math.max(0, delay));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		throw new KafkaException("Batch failed by the infrastructure (" + thrownException
+				+ "); it will be delivered again", KafkaException.Level.WARN, thrownException);
 	}
 
 	@Override
@@ -103,8 +149,12 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 		return this.application.deliveryAttempt(topicPartitionOffset);
 	}
 
+	private record BatchRetry(TopicPartitionOffset batch, BackOffExecution execution) {
+	}
+
 	@Override
 	public void clearThreadState() {
+		this.batchRetry.remove();
 		this.infrastructure.clearThreadState();
 		this.application.clearThreadState();
 	}

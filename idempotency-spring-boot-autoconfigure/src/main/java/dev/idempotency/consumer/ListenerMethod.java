@@ -175,20 +175,23 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	}
 
 	/**
-	 * Return the scope of a record's key: the annotated scope; else, for a record
-	 * republished to a retry or dead-letter topic, the consumer group that first failed it
-	 * (retry endpoints consume with a suffixed group, and the record is the same message);
-	 * else the consumer group of the current consumer thread; else the listener's name.
+	 * Return the scope of a record's key: the annotated scope; else the consumer group of
+	 * the current consumer thread, except for a record that a
+	 * {@code DeadLetterPublishingRecoverer} republished to a retry or dead-letter topic and
+	 * that this group's own retry or dead-letter endpoint consumes (its group is the
+	 * original group with a suffix, such as {@code ledger-retry}): that record is the same
+	 * message, in the original group's scope; else the listener's name.
 	 * @param record the record
 	 * @return the scope, fitted to the store
 	 */
 	String scope(ConsumerRecord<?, ?> record) {
 		String scope = this.idempotent.scope();
 		if (scope.isEmpty()) {
-			scope = RecordCoordinates.originalConsumerGroup(record);
-		}
-		if (scope == null || scope.isEmpty()) {
 			scope = KafkaUtils.getConsumerGroupId();
+			String original = RecordCoordinates.originalConsumerGroup(record);
+			if (scope != null && original != null && scope.startsWith(original + "-")) {
+				scope = original;
+			}
 		}
 		if (scope == null || scope.isEmpty()) {
 			scope = this.name;

@@ -31,9 +31,11 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The dead-letter round trip the README describes: a record that failed every attempt
- * goes to the dead-letter topic; replayed from there once the cause is fixed it is
- * applied once, in the scope of the group that failed it, and a second replay of the
- * dead-letter topic (or of the main topic) applies nothing.
+ * goes to the dead-letter topic; replayed from there once the cause is fixed, by the
+ * group's own dead-letter listener (group {@code <group>-dlt}), it is applied once in the
+ * scope of the group that failed it, and a second replay of the dead-letter topic (or of
+ * the main topic) applies nothing. Another service reading the dead-letter topic keeps
+ * its own scope.
  */
 class DeadLetterReplayIntegrationTests {
 
@@ -53,6 +55,7 @@ class DeadLetterReplayIntegrationTests {
 			listener.broken(keyless);
 			TestKafka.send(TOPIC, 0, keyed, Map.of("X-Idempotency-Key", keyed));
 			TestKafka.send(TOPIC, 0, keyless, Map.of());
+			String keylessKey = TOPIC + "-0-" + (TestKafka.endOffset(new TopicPartition(TOPIC, 0)) - 1);
 			TestKafka.awaitCommitted("dlt-main", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
 			await().atMost(Duration.ofSeconds(30))
 				.untilAsserted(() -> assertThat(TestKafka.endOffset(new TopicPartition(TOPIC + "-dlt", 0))).isEqualTo(2));
@@ -63,21 +66,27 @@ class DeadLetterReplayIntegrationTests {
 			MessageListenerContainer replayer = registry.getListenerContainer("dlt-replayer");
 			replayer.start();
 			TopicPartition dlt = new TopicPartition(TOPIC + "-dlt", 0);
-			TestKafka.awaitCommitted("dlt-replayer", dlt, Duration.ofSeconds(30));
+			TestKafka.awaitCommitted("dlt-main-dlt", dlt, Duration.ofSeconds(30));
 			assertThat(effects(jdbc, keyed)).isEqualTo(1);
 			assertThat(effects(jdbc, keyless)).isEqualTo(1);
 			// and replays both topics again from the start
 			replayer.stop();
 			MessageListenerContainer main = registry.getListenerContainer("dlt-main");
 			main.stop();
-			TestKafka.resetOffset("dlt-replayer", dlt, 0);
+			TestKafka.resetOffset("dlt-main-dlt", dlt, 0);
 			TestKafka.resetOffset("dlt-main", new TopicPartition(TOPIC, 0), 0);
 			replayer.start();
 			main.start();
-			TestKafka.awaitCommitted("dlt-replayer", dlt, Duration.ofSeconds(30));
+			TestKafka.awaitCommitted("dlt-main-dlt", dlt, Duration.ofSeconds(30));
 			TestKafka.awaitCommitted("dlt-main", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
 			assertThat(effects(jdbc, keyed)).isEqualTo(1);
 			assertThat(effects(jdbc, keyless)).isEqualTo(1);
+			// a service of its own that reads the dead-letter topic claims in its own scope
+			registry.getListenerContainer("dlt-notifier").start();
+			TestKafka.awaitCommitted("dlt-notifier", dlt, Duration.ofSeconds(30));
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE consumer_group = "
+					+ "'dlt-notifier' AND idempotency_key IN (?, ?)", Integer.class, keyed, keylessKey))
+				.isEqualTo(2);
 		}
 	}
 
@@ -126,10 +135,15 @@ class DeadLetterReplayIntegrationTests {
 			apply(value);
 		}
 
-		@KafkaListener(id = "dlt-replayer", topics = TOPIC + "-dlt", groupId = "dlt-replayer", autoStartup = "false")
+		@KafkaListener(id = "dlt-replayer", topics = TOPIC + "-dlt", groupId = "dlt-main-dlt", autoStartup = "false")
 		@Idempotent
 		public void replay(String value) {
 			apply(value);
+		}
+
+		@KafkaListener(id = "dlt-notifier", topics = TOPIC + "-dlt", groupId = "dlt-notifier", autoStartup = "false")
+		@Idempotent
+		public void notifyOf(String value) {
 		}
 
 		private void apply(String value) {

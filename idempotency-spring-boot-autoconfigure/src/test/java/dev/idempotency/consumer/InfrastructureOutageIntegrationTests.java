@@ -4,6 +4,7 @@ import java.net.URI;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -12,6 +13,7 @@ import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestProxy;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -24,6 +26,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.listener.BatchListenerFailedException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -38,6 +41,8 @@ class InfrastructureOutageIntegrationTests {
 
 	private static final String TOPIC = "it-outage";
 
+	private static final String BATCHES = "it-outage-batch";
+
 	private static TestProxy database;
 
 	private static ConfigurableApplicationContext context;
@@ -47,6 +52,7 @@ class InfrastructureOutageIntegrationTests {
 	@BeforeAll
 	static void start() {
 		TestInfrastructure.createTopic(TOPIC, 1);
+		TestInfrastructure.createTopic(BATCHES, 1);
 		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
 		URI uri = URI.create(postgres.jdbcUrl().substring("jdbc:".length()));
 		database = new TestProxy(uri.getHost(), uri.getPort());
@@ -110,6 +116,28 @@ class InfrastructureOutageIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(effects(key)).isEqualTo(1));
 	}
 
+	@Test
+	void batchArrivingDuringAnOutageIsAppliedOnceAndItsPoisonStillReachesTheErrorHandler() throws Exception {
+		String run = UUID.randomUUID().toString();
+		database.cut();
+		try {
+			for (String key : new String[] { "g1", "g2", "poison", "g3" }) {
+				TestKafka.send(BATCHES, 0, run + "-" + key, Map.of("X-Idempotency-Key", run + "-" + key));
+			}
+			Thread.sleep(3000);
+		}
+		finally {
+			database.restore();
+		}
+		// the poison is a failure of the application: after the outage, the default error
+		// handler retries it and gives it up, rather than retrying it without end
+		TestKafka.awaitCommitted("outage-batch", new TopicPartition(BATCHES, 0), Duration.ofSeconds(90));
+		for (String key : new String[] { "g1", "g2", "g3" }) {
+			assertThat(effects(run + "-" + key)).as("effects of %s", key).isEqualTo(1);
+		}
+		assertThat(effects(run + "-poison")).isZero();
+	}
+
 	private static int effects(String key) {
 		return direct.queryForObject("SELECT count(*) FROM outage_effects WHERE message_key = ?", Integer.class,
 				key);
@@ -134,6 +162,17 @@ class InfrastructureOutageIntegrationTests {
 
 		Listener(JdbcTemplate jdbc) {
 			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = "outage-batch", topics = BATCHES, groupId = "outage-batch", batch = "true")
+		@Idempotent
+		public void batch(List<ConsumerRecord<String, String>> records) {
+			for (int i = 0; i < records.size(); i++) {
+				if (records.get(i).value().endsWith("-poison")) {
+					throw new BatchListenerFailedException("Poison", i);
+				}
+				this.jdbc.update("INSERT INTO outage_effects (message_key) VALUES (?)", records.get(i).value());
+			}
 		}
 
 		@KafkaListener(id = "outage", topics = TOPIC, groupId = "outage")
