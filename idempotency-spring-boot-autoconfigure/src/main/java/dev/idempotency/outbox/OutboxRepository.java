@@ -34,8 +34,8 @@ public final class OutboxRepository {
 	// the order check sees every other instance's committed leases. An event is claimable
 	// when it is due, not leased, and no older event of its key is dead, backing off or
 	// leased elsewhere; older claimable events of the key come first in id order and are
-	// claimed in the same batch. Only dead, failed (or held back: last_error is set) or
-	// leased events can block, and the check names that condition so that it runs on the
+	// claimed in the same batch. Only dead, failed (or held back or re-queued: last_error
+	// is set) or leased events can block, and the check names that condition so that it runs on the
 	// small partial index of them.
 	private static final String CLAIM = """
 			WITH due AS (
@@ -83,8 +83,13 @@ public final class OutboxRepository {
 			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
 			""";
 
+	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
+	// due for a claim whose transaction started earlier (waiting for its turn), and must
+	// still block the later events of its key there, which only events with last_error
+	// set (or leased) do.
 	private static final String REQUEUE = """
-			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(), last_error = NULL
+			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(),
+			    last_error = coalesce(last_error, 'Re-queued')
 			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
 			""";
 
@@ -167,12 +172,20 @@ public final class OutboxRepository {
 
 	List<OutboxRecord> claim(String owner, Duration lease) {
 		List<OutboxRecord> claimed = this.transactions.execute((status) -> {
-			this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
+			takeClaimTurn();
 			return this.jdbc.query(this.claimSql, OutboxRepository::record, owner, lease.toMillis() / 1000.0);
 		});
 		List<OutboxRecord> ordered = new ArrayList<>((claimed != null) ? claimed : List.of());
 		ordered.sort(Comparator.comparingLong(OutboxRecord::id));
 		return ordered;
+	}
+
+	/**
+	 * Wait for the claim turn and hold it until the current transaction ends: relay
+	 * instances claim one at a time.
+	 */
+	void takeClaimTurn() {
+		this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
 	}
 
 	int complete(List<Long> ids, String owner, boolean delete) {
