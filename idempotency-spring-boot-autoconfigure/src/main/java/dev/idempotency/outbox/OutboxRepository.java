@@ -25,9 +25,15 @@ import org.springframework.transaction.support.TransactionOperations;
  */
 public final class OutboxRepository {
 
+	// The id orders the events of a key, but it is taken at insert, not at commit. So that
+	// ids follow commit order, publishers of one key take turns: the insert first takes a
+	// lock on the key (two-int advisory lock, held until the transaction ends; a null key
+	// takes none), then draws the id, all in one statement. The two-int form never
+	// collides with the relay's one-bigint claim lock.
 	private static final String INSERT = """
+			WITH key_turn AS (SELECT pg_advisory_xact_lock(?, hashtext(?::text)))
 			INSERT INTO %s (event_id, aggregate_type, aggregate_id, type, topic, payload, headers)
-			VALUES (?, ?, ?, ?, ?, ?, jsonb_object(?::text[], ?::text[]))
+			SELECT ?::uuid, ?, ?, ?, ?, ?::bytea, jsonb_object(?::text[], ?::text[]) FROM key_turn
 			""";
 
 	// One relay instance claims at a time (a transaction-scoped advisory lock), so that
@@ -110,6 +116,8 @@ public final class OutboxRepository {
 
 	private final long lockKey;
 
+	private final int publishLockClass;
+
 	private final String insertSql;
 
 	private final String claimSql;
@@ -140,6 +148,7 @@ public final class OutboxRepository {
 		this.transactions = transactions;
 		String name = table.qualified();
 		this.lockKey = ("idempotency-outbox:" + name).hashCode();
+		this.publishLockClass = ("idempotency-outbox-publish:" + name).hashCode();
 		this.insertSql = INSERT.formatted(name);
 		// the batch size is formatted in: with a bound LIMIT, the driver's generic plan
 		// cannot count on a small limit and may scan instead of walking the index
@@ -158,14 +167,16 @@ public final class OutboxRepository {
 		String[] values = event.headers().values().toArray(String[]::new);
 		this.jdbc.update((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.insertSql);
-			statement.setObject(1, eventId);
-			statement.setString(2, event.aggregateType());
-			statement.setString(3, event.key());
-			statement.setString(4, event.type());
-			statement.setString(5, event.topic());
-			statement.setBytes(6, payload);
-			statement.setArray(7, connection.createArrayOf("text", names));
-			statement.setArray(8, connection.createArrayOf("text", values));
+			statement.setInt(1, this.publishLockClass);
+			statement.setString(2, event.key());
+			statement.setObject(3, eventId);
+			statement.setString(4, event.aggregateType());
+			statement.setString(5, event.key());
+			statement.setString(6, event.type());
+			statement.setString(7, event.topic());
+			statement.setBytes(8, payload);
+			statement.setArray(9, connection.createArrayOf("text", names));
+			statement.setArray(10, connection.createArrayOf("text", values));
 			return statement;
 		});
 	}

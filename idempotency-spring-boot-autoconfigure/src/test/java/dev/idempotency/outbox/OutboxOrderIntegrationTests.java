@@ -5,7 +5,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.outbox.OutboxRepository.Failure;
 import dev.idempotency.test.TestApplications;
@@ -17,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -81,6 +84,61 @@ class OutboxOrderIntegrationTests {
 		assertThat(early.get(10, TimeUnit.SECONDS)).extracting(OutboxRecord::eventId).doesNotContain(second);
 		assertThat(repository.claim("relay-d", LEASE)).extracting(OutboxRecord::eventId)
 			.containsExactly(first, second);
+	}
+
+	@Test
+	void aTransactionPublishingForAKeyWaitsForAnOpenTransactionThatPublishedForItSoIdsFollowCommitOrder()
+			throws Exception {
+		String key = "concurrent-" + UUID.randomUUID();
+		AtomicReference<UUID> first = new AtomicReference<>();
+		CompletableFuture<UUID> second;
+		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc,
+				() -> first.set(publish(key, "first")))) {
+			second = CompletableFuture.supplyAsync(() -> publish(key, "second"));
+			await().atMost(Duration.ofSeconds(10)).until(() -> second.isDone() || earlier.blocksAnother());
+			assertThat(second).as("a publisher of the same key, while the first is open").isNotDone();
+			// another key does not wait
+			assertThat(publish("other-" + UUID.randomUUID(), "unrelated")).isNotNull();
+		}
+		UUID secondId = second.get(10, TimeUnit.SECONDS);
+		assertThat(jdbc.queryForList("SELECT event_id FROM order_outbox WHERE aggregate_id = ? ORDER BY id",
+				UUID.class, key)).containsExactly(first.get(), secondId);
+		assertThat(repository.claim("relay-a", LEASE)).filteredOn((event) -> key.equals(event.key()))
+			.extracting(OutboxRecord::eventId)
+			.containsExactly(first.get(), secondId);
+	}
+
+	@Test
+	void transactionsPublishingTwoKeysInOppositeOrdersDeadlockAndOnlyOneOfThemFails() {
+		String a = "a-" + UUID.randomUUID();
+		String b = "b-" + UUID.randomUUID();
+		CountDownLatch eachHoldsOneKey = new CountDownLatch(2);
+		CompletableFuture<Void> ab = publishBoth(a, b, eachHoldsOneKey);
+		CompletableFuture<Void> ba = publishBoth(b, a, eachHoldsOneKey);
+		await().atMost(Duration.ofSeconds(20)).until(() -> ab.isDone() && ba.isDone());
+		assertThat(List.of(ab, ba)).filteredOn(CompletableFuture::isCompletedExceptionally)
+			.singleElement()
+			.satisfies((failed) -> assertThat(failed).failsWithin(Duration.ZERO)
+				.withThrowableThat()
+				.havingCause()
+				.isInstanceOf(PessimisticLockingFailureException.class));
+		// the other committed both its events
+		assertThat(jdbc.queryForObject("SELECT count(*) FROM order_outbox WHERE aggregate_id IN (?, ?)",
+				Integer.class, a, b)).isEqualTo(2);
+	}
+
+	private static CompletableFuture<Void> publishBoth(String first, String second, CountDownLatch eachHoldsOneKey) {
+		return CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
+			publish(first, "1");
+			eachHoldsOneKey.countDown();
+			try {
+				eachHoldsOneKey.await(10, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			publish(second, "2");
+		}));
 	}
 
 	private static UUID publish(String key, String payload) {
