@@ -15,7 +15,10 @@ import java.util.UUID;
 import dev.idempotency.store.TableName;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.PreparedStatementCreator;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
@@ -65,6 +68,8 @@ public final class OutboxRepository {
 			""";
 
 	private static final String LOCK = "SELECT pg_advisory_xact_lock(?)";
+
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private static final String DELETE_SENT = "DELETE FROM %s WHERE id = ANY(?) AND lease_owner = ?";
 
@@ -163,9 +168,24 @@ public final class OutboxRepository {
 	}
 
 	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
+		try {
+			this.jdbc.update(insertStatement(eventId, event, payload));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sqlException
+					&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+				throw new CannotAcquireLockException("Gave up after the transaction's lock_timeout waiting for "
+						+ "another open transaction that published an event of the same key (topic " + event.topic()
+						+ "); retry the transaction", ex);
+			}
+			throw ex;
+		}
+	}
+
+	private PreparedStatementCreator insertStatement(UUID eventId, OutboxEvent event, byte[] payload) {
 		String[] names = event.headers().keySet().toArray(String[]::new);
 		String[] values = event.headers().values().toArray(String[]::new);
-		this.jdbc.update((connection) -> {
+		return (connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.insertSql);
 			statement.setInt(1, this.publishLockClass);
 			statement.setString(2, event.key());
@@ -178,7 +198,7 @@ public final class OutboxRepository {
 			statement.setArray(9, connection.createArrayOf("text", names));
 			statement.setArray(10, connection.createArrayOf("text", values));
 			return statement;
-		});
+		};
 	}
 
 	List<OutboxRecord> claim(String owner, Duration lease) {

@@ -19,11 +19,13 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -106,6 +108,22 @@ class OutboxOrderIntegrationTests {
 		assertThat(repository.claim("relay-a", LEASE)).filteredOn((event) -> key.equals(event.key()))
 			.extracting(OutboxRecord::eventId)
 			.containsExactly(first.get(), secondId);
+	}
+
+	@Test
+	void aPublisherWaitingForItsKeyGivesUpAfterTheTransactionsLockTimeout() {
+		String key = "timeout-" + UUID.randomUUID();
+		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc, () -> publish(key, "first"))) {
+			// as the claim of an @Idempotent listener sets it for the listener's transaction
+			assertThatExceptionOfType(CannotAcquireLockException.class)
+				.isThrownBy(() -> transactions.executeWithoutResult((status) -> {
+					jdbc.queryForObject("SELECT set_config('lock_timeout', '200ms', true)", String.class);
+					publish(key, "second");
+				}))
+				.withMessageContaining("another open transaction that published an event of the same key");
+		}
+		assertThat(jdbc.queryForList("SELECT payload FROM order_outbox WHERE aggregate_id = ?", byte[].class, key))
+			.hasSize(1);
 	}
 
 	@Test
