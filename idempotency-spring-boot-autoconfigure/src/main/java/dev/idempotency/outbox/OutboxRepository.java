@@ -22,9 +22,9 @@ import org.springframework.jdbc.core.PreparedStatementCreator;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
- * The SQL of the outbox: insert in the caller's transaction; claim, complete, fail and
- * re-queue for the relay, each one statement (the claim in a short transaction of its
- * own).
+ * The SQL of the outbox: insert in the caller's transaction (publishers of one key take
+ * turns, so that ids follow commit order); claim, complete, fail and re-queue for the
+ * relay, each one statement (the claim in a short transaction of its own).
  */
 public final class OutboxRepository {
 
@@ -44,8 +44,8 @@ public final class OutboxRepository {
 	// when it is due, not leased, and no older event of its key is dead, backing off or
 	// leased elsewhere; older claimable events of the key come first in id order and are
 	// claimed in the same batch. Only dead, failed (or held back or re-queued: last_error
-	// is set) or leased events can block, and the check names that condition so that it runs on the
-	// small partial index of them.
+	// is set) or leased events can block, and the check names that condition so that it
+	// runs on the small partial index of them.
 	private static final String CLAIM = """
 			WITH due AS (
 			    SELECT o.id FROM %1$s o
