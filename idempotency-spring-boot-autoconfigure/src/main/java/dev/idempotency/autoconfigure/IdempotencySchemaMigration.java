@@ -1,5 +1,6 @@
 package dev.idempotency.autoconfigure;
 
+import java.util.List;
 import java.util.Map;
 
 import javax.sql.DataSource;
@@ -9,14 +10,18 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
 
 import org.springframework.beans.factory.InitializingBean;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * Migrates the starter's tables with a Flyway instance of its own, with its own history
- * table, so that it never interferes with the application's migrations.
+ * table, so that it never interferes with the application's migrations, then checks that
+ * the configured tables exist.
  */
 final class IdempotencySchemaMigration implements InitializingBean {
 
 	static final String LOCATION = "classpath:db/idempotency/postgresql";
+
+	private static final String TABLE_EXISTS = "SELECT to_regclass(?) IS NOT NULL";
 
 	private final DataSource dataSource;
 
@@ -51,6 +56,26 @@ final class IdempotencySchemaMigration implements InitializingBean {
 			configuration.schemas(this.processedMessages.schema()).createSchemas(true);
 		}
 		configuration.load().migrate();
+		requireTables();
+	}
+
+	/**
+	 * Fail when a configured table is missing after the migration: the history table
+	 * recorded the migrations as applied, for tables of other names.
+	 */
+	private void requireTables() {
+		JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
+		for (TableName table : List.of(this.processedMessages, this.outbox)) {
+			if (!Boolean.TRUE.equals(jdbc.queryForObject(TABLE_EXISTS, Boolean.class, table.qualified()))) {
+				String history = new TableName(this.processedMessages.schema(), this.historyTable).qualified();
+				throw new IllegalStateException("Table '" + table + "' does not exist, although the Flyway history "
+						+ "table '" + history + "' records the starter's migrations as applied: they ran for tables "
+						+ "of other names (another application sharing this schema with other "
+						+ "idempotency.store.jdbc.table or idempotency.outbox.table settings, or a renamed table). "
+						+ "Set idempotency.flyway.table to a history table of this application's own, or create the "
+						+ "tables yourself and set idempotency.flyway.enabled=false");
+			}
+		}
 	}
 
 }

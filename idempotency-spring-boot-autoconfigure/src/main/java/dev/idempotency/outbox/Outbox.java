@@ -11,6 +11,9 @@ import org.jspecify.annotations.Nullable;
  * refuses to run without one); the relay publishes it after the commit, in order per key,
  * with the event id as the {@code X-Idempotency-Key} header, so that an
  * {@code @Idempotent} consumer applies a relayed retry once.
+ * <p>
+ * Order per key is commit order: a transaction that publishes for a key waits until
+ * every other open transaction that published for that key has ended.
  */
 public interface Outbox {
 

@@ -15,28 +15,37 @@ import java.util.UUID;
 import dev.idempotency.store.TableName;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.PreparedStatementCreator;
 import org.springframework.transaction.support.TransactionOperations;
 
 /**
- * The SQL of the outbox: insert in the caller's transaction; claim, complete, fail and
- * re-queue for the relay, each one statement (the claim in a short transaction of its
- * own).
+ * The SQL of the outbox: insert in the caller's transaction (publishers of one key take
+ * turns, so that ids follow commit order); claim, complete, fail and re-queue for the
+ * relay, each one statement (the claim in a short transaction of its own).
  */
 public final class OutboxRepository {
 
+	// The id orders the events of a key, but it is taken at insert, not at commit. So that
+	// ids follow commit order, publishers of one key take turns: the insert first takes a
+	// lock on the key (two-int advisory lock, held until the transaction ends; a null key
+	// takes none), then draws the id, all in one statement. The two-int form never
+	// collides with the relay's one-bigint claim lock.
 	private static final String INSERT = """
+			WITH key_turn AS (SELECT pg_advisory_xact_lock(?, hashtext(?::text)))
 			INSERT INTO %s (event_id, aggregate_type, aggregate_id, type, topic, payload, headers)
-			VALUES (?, ?, ?, ?, ?, ?, jsonb_object(?::text[], ?::text[]))
+			SELECT ?::uuid, ?, ?, ?, ?, ?::bytea, jsonb_object(?::text[], ?::text[]) FROM key_turn
 			""";
 
 	// One relay instance claims at a time (a transaction-scoped advisory lock), so that
 	// the order check sees every other instance's committed leases. An event is claimable
 	// when it is due, not leased, and no older event of its key is dead, backing off or
 	// leased elsewhere; older claimable events of the key come first in id order and are
-	// claimed in the same batch. Only dead, failed (or held back: last_error is set) or
-	// leased events can block, and the check names that condition so that it runs on the
-	// small partial index of them.
+	// claimed in the same batch. Only dead, failed (or held back or re-queued: last_error
+	// is set) or leased events can block, and the check names that condition so that it
+	// runs on the small partial index of them.
 	private static final String CLAIM = """
 			WITH due AS (
 			    SELECT o.id FROM %1$s o
@@ -59,6 +68,8 @@ public final class OutboxRepository {
 			""";
 
 	private static final String LOCK = "SELECT pg_advisory_xact_lock(?)";
+
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private static final String DELETE_SENT = "DELETE FROM %s WHERE id = ANY(?) AND lease_owner = ?";
 
@@ -83,8 +94,13 @@ public final class OutboxRepository {
 			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
 			""";
 
+	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
+	// due for a claim whose transaction started earlier (waiting for its turn), and must
+	// still block the later events of its key there, which only events with last_error
+	// set (or leased) do.
 	private static final String REQUEUE = """
-			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(), last_error = NULL
+			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(),
+			    last_error = coalesce(last_error, 'Re-queued')
 			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
 			""";
 
@@ -104,6 +120,8 @@ public final class OutboxRepository {
 	private final TransactionOperations transactions;
 
 	private final long lockKey;
+
+	private final int publishLockClass;
 
 	private final String insertSql;
 
@@ -135,6 +153,7 @@ public final class OutboxRepository {
 		this.transactions = transactions;
 		String name = table.qualified();
 		this.lockKey = ("idempotency-outbox:" + name).hashCode();
+		this.publishLockClass = ("idempotency-outbox-publish:" + name).hashCode();
 		this.insertSql = INSERT.formatted(name);
 		// the batch size is formatted in: with a bound LIMIT, the driver's generic plan
 		// cannot count on a small limit and may scan instead of walking the index
@@ -149,30 +168,55 @@ public final class OutboxRepository {
 	}
 
 	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
+		try {
+			this.jdbc.update(insertStatement(eventId, event, payload));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sqlException
+					&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+				throw new CannotAcquireLockException("Gave up after the transaction's lock_timeout waiting for "
+						+ "another open transaction that published an event of the same key (topic " + event.topic()
+						+ "); retry the transaction", ex);
+			}
+			throw ex;
+		}
+	}
+
+	private PreparedStatementCreator insertStatement(UUID eventId, OutboxEvent event, byte[] payload) {
 		String[] names = event.headers().keySet().toArray(String[]::new);
 		String[] values = event.headers().values().toArray(String[]::new);
-		this.jdbc.update((connection) -> {
+		return (connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.insertSql);
-			statement.setObject(1, eventId);
-			statement.setString(2, event.aggregateType());
-			statement.setString(3, event.key());
-			statement.setString(4, event.type());
-			statement.setString(5, event.topic());
-			statement.setBytes(6, payload);
-			statement.setArray(7, connection.createArrayOf("text", names));
-			statement.setArray(8, connection.createArrayOf("text", values));
+			statement.setInt(1, this.publishLockClass);
+			statement.setString(2, event.key());
+			statement.setObject(3, eventId);
+			statement.setString(4, event.aggregateType());
+			statement.setString(5, event.key());
+			statement.setString(6, event.type());
+			statement.setString(7, event.topic());
+			statement.setBytes(8, payload);
+			statement.setArray(9, connection.createArrayOf("text", names));
+			statement.setArray(10, connection.createArrayOf("text", values));
 			return statement;
-		});
+		};
 	}
 
 	List<OutboxRecord> claim(String owner, Duration lease) {
 		List<OutboxRecord> claimed = this.transactions.execute((status) -> {
-			this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
+			takeClaimTurn();
 			return this.jdbc.query(this.claimSql, OutboxRepository::record, owner, lease.toMillis() / 1000.0);
 		});
 		List<OutboxRecord> ordered = new ArrayList<>((claimed != null) ? claimed : List.of());
 		ordered.sort(Comparator.comparingLong(OutboxRecord::id));
 		return ordered;
+	}
+
+	/**
+	 * Wait for the claim turn and hold it until the current transaction ends: relay
+	 * instances claim one at a time.
+	 */
+	void takeClaimTurn() {
+		this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
 	}
 
 	int complete(List<Long> ids, String owner, boolean delete) {

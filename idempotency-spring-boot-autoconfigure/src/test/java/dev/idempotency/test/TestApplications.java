@@ -45,6 +45,9 @@ public final class TestApplications {
 		defaults.put("idempotency.cache.enabled", "false");
 		// Every test application shares one outbox table: only the outbox tests run relays.
 		defaults.put("idempotency.outbox.relay-enabled", "false");
+		// Spring Boot's Flyway is on the test classpath for the test of an application with
+		// migrations of its own; the other test applications have none.
+		defaults.put("spring.flyway.enabled", "false");
 		defaults.put("spring.kafka.consumer.properties[session.timeout.ms]", "6000");
 		defaults.put("spring.kafka.consumer.properties[heartbeat.interval.ms]", "500");
 		// Command-line arguments, so that they win over system properties (an embedded broker
