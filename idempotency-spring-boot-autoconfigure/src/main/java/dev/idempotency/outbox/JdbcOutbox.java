@@ -37,6 +37,13 @@ public final class JdbcOutbox implements Outbox {
 					+ "the event is published if and only if the transaction commits; call it from @Transactional "
 					+ "(or @Idempotent listener) code");
 		}
+		if (!TransactionSynchronizationManager.hasResource(this.repository.dataSource())) {
+			// JdbcTemplate would take a connection of its own in auto-commit mode: the event
+			// would be committed at once, whatever the transaction does
+			throw new IllegalTransactionStateException("Outbox.publish must be called inside a transaction of the "
+					+ "outbox's DataSource; the current transaction holds no connection of it (a transaction "
+					+ "manager of another DataSource, or of Kafka?)");
+		}
 		byte[] payload = this.serializer.serialize(event.payload());
 		UUID eventId = UUID.randomUUID();
 		this.repository.insert(eventId, event, payload);

@@ -10,7 +10,10 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
+
+import javax.sql.DataSource;
 
 import dev.idempotency.store.TableName;
 import org.jspecify.annotations.Nullable;
@@ -215,6 +218,14 @@ public final class OutboxRepository {
 	 * Wait for the claim turn and hold it until the current transaction ends: relay
 	 * instances claim one at a time.
 	 */
+	/**
+	 * Return the {@code DataSource} of the outbox table.
+	 * @return the data source
+	 */
+	DataSource dataSource() {
+		return Objects.requireNonNull(this.jdbc.getDataSource(), "jdbc has no DataSource");
+	}
+
 	void takeClaimTurn() {
 		this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
 	}

@@ -22,6 +22,8 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -66,6 +68,23 @@ class OutboxIntegrationTests {
 		assertThatExceptionOfType(IllegalTransactionStateException.class)
 			.isThrownBy(() -> first.getBean(Outbox.class).publish("it-outbox-none", "k", "v"))
 			.withMessageContaining("inside a transaction");
+	}
+
+	@Test
+	void refusesToPublishInATransactionOfAnotherDataSource() {
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		DriverManagerDataSource other = new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(),
+				postgres.password());
+		TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
+		JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
+		Integer before = jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'",
+				Integer.class);
+		assertThatExceptionOfType(IllegalTransactionStateException.class)
+			.isThrownBy(() -> otherTransactions.executeWithoutResult(
+					(status) -> first.getBean(Outbox.class).publish("it-outbox-other", "k", "v")))
+			.withMessageContaining("outbox's DataSource");
+		assertThat(jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'", Integer.class))
+			.isEqualTo(before);
 	}
 
 	@Test
