@@ -49,6 +49,9 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private static final Object NACKED = new Object();
 
+	// the listener's own failure, for when the rollback after it fails and hides it
+	private static final ThreadLocal<Throwable> LISTENER_FAILURE = new ThreadLocal<>();
+
 	private final ProcessedMessageStore store;
 
 	private final IdempotencyKeyResolver keyResolver;
@@ -204,18 +207,25 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	/**
-	 * Return the failure to report: the listener's own exception when a rollback after it
-	 * failed too (a killed connection), rather than the rollback's
-	 * {@code TransactionSystemException}, which is kept as suppressed.
+	 * Return the failure to report: the listener's own exception, also when the rollback
+	 * after it failed too (a killed connection) and the transaction threw the rollback's
+	 * exception instead, which is then kept as suppressed.
 	 * @param ex what the transaction threw
 	 * @return the failure
 	 */
 	static Throwable original(Throwable ex) {
+		Throwable listenerFailure = LISTENER_FAILURE.get();
+		LISTENER_FAILURE.remove();
 		Throwable failure = ex;
 		if (ex instanceof TransactionSystemException rollbackFailure
 				&& rollbackFailure.getApplicationException() != null) {
 			failure = rollbackFailure.getApplicationException();
 			failure.addSuppressed(rollbackFailure);
+		}
+		else if (listenerFailure != null && ex != listenerFailure
+				&& !(ex instanceof CheckedListenerException checked && checked.getCause() == listenerFailure)) {
+			failure = listenerFailure;
+			failure.addSuppressed(ex);
 		}
 		if (failure instanceof CheckedListenerException checked && checked.getCause() != null) {
 			failure = checked.getCause();
@@ -247,16 +257,20 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	static @Nullable Object proceed(MethodInvocation invocation) {
+		LISTENER_FAILURE.remove();
 		try {
 			return invocation.proceed();
 		}
 		catch (RuntimeException | Error ex) {
+			LISTENER_FAILURE.set(ex);
 			throw ex;
 		}
 		catch (Throwable ex) {
+			LISTENER_FAILURE.set(ex);
 			throw new CheckedListenerException(ex);
 		}
 	}
+
 
 	private @Nullable Object duplicate(Listener listener, ProcessedMessage message, @Nullable Object[] arguments,
 			DecisionSource source) {

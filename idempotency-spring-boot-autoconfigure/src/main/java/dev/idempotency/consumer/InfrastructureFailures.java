@@ -40,10 +40,21 @@ public final class InfrastructureFailures {
 	 * @return {@code true} for an infrastructure failure
 	 */
 	public static boolean isInfrastructureFailure(@Nullable Throwable failure) {
+		return isInfrastructureFailure(failure, 0);
+	}
+
+	// Suppressed exceptions count: a listener's failure carries the failed rollback after
+	// it (a dead connection) as suppressed.
+	private static boolean isInfrastructureFailure(@Nullable Throwable failure, int depth) {
 		Throwable cause = failure;
-		for (int depth = 0; cause != null && depth < MAX_DEPTH; depth++) {
+		for (int level = depth; cause != null && level < MAX_DEPTH; level++) {
 			if (isInfrastructure(cause)) {
 				return true;
+			}
+			for (Throwable suppressed : cause.getSuppressed()) {
+				if (isInfrastructureFailure(suppressed, level + 1)) {
+					return true;
+				}
 			}
 			cause = (cause.getCause() != cause) ? cause.getCause() : null;
 		}
