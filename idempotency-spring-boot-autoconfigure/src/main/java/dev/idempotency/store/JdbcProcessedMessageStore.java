@@ -5,7 +5,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -36,34 +35,30 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	// The lock timeout bounds the wait of this statement only: it is set before the insert
-	// and put back to what it was once the insert is done (the outer SELECT reads the
-	// insert's rows first), so that the listener's own statements keep their own setting.
+	// and put back to what it was by the RETURNING clause of each inserted row, after its
+	// wait, so that the listener's own statements keep their own setting. A duplicate
+	// inserts nothing and leaves it set, but then the listener does not run in this
+	// transaction.
 	private static final String CLAIM = """
-			WITH previous AS (SELECT current_setting('lock_timeout') AS lock_timeout),
-			settings AS (SELECT set_config('lock_timeout', ?, true) FROM previous),
-			inserted AS (
-			    INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			    SELECT ?, ?, ?, ?, ?, now() FROM settings
-			    ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			    RETURNING 1)
-			SELECT claimed.count, set_config('lock_timeout', previous.lock_timeout, true)
-			FROM (SELECT count(*) AS count FROM inserted) claimed, previous
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, ?, ?, ?, ?, now() FROM settings
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING (SELECT set_config('lock_timeout', previous, true) FROM settings)
 			""";
 
 	// Keys are sorted before they are sent, so that two consumers claiming overlapping
 	// batches take the index locks in the same order and cannot deadlock.
 	private static final String CLAIM_ALL = """
-			WITH previous AS (SELECT current_setting('lock_timeout') AS lock_timeout),
-			settings AS (SELECT set_config('lock_timeout', ?, true) FROM previous),
-			inserted AS (
-			    INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			    SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
-			    FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
-			        AS batch (idempotency_key, topic, partition, record_offset)
-			    ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			    RETURNING idempotency_key)
-			SELECT claimed.keys, set_config('lock_timeout', previous.lock_timeout, true)
-			FROM (SELECT array_agg(idempotency_key) AS keys FROM inserted) claimed, previous
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			    AS batch (idempotency_key, topic, partition, record_offset)
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING idempotency_key, (SELECT set_config('lock_timeout', previous, true) FROM settings)
 			""";
 
 	private static final String EXISTS = """
@@ -113,10 +108,9 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	public Claim claim(ProcessedMessage message) {
 		requireTransaction();
 		try {
-			Long inserted = this.jdbcTemplate.queryForObject(this.claimSql, (row, rowNum) -> row.getLong(1),
-					this.lockTimeout, message.scope(), message.key(), message.topic(), message.partition(),
-					message.offset());
-			return (inserted != null && inserted == 1) ? Claim.NEW : Claim.DUPLICATE;
+			Boolean inserted = this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout,
+					message.scope(), message.key(), message.topic(), message.partition(), message.offset());
+			return Boolean.TRUE.equals(inserted) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
 			throw translated(ex, message.scope(), message);
@@ -178,13 +172,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 				statement.setArray(index++, connection.createArrayOf("int4", partitions));
 				statement.setArray(index, connection.createArrayOf("int8", offsets));
 				return statement;
-			}, (ResultSet row) -> {
-				List<String> keysClaimed = new ArrayList<>();
-				if (row.next() && row.getArray(1) != null) {
-					keysClaimed.addAll(Arrays.asList((String[]) row.getArray(1).getArray()));
-				}
-				return keysClaimed;
-			});
+			}, (row, rowNum) -> row.getString(1));
 			return (inserted != null) ? inserted : List.of();
 		}
 		catch (DataAccessException ex) {
