@@ -1,5 +1,6 @@
 package dev.idempotency.autoconfigure;
 
+import dev.idempotency.consumer.InfrastructureRetryInstaller;
 import java.util.Map;
 
 import jakarta.persistence.EntityManagerFactory;
@@ -239,6 +240,22 @@ class IdempotencyAutoConfigurationTests {
 				assertThat(context).hasNotFailed();
 				assertThat(output).contains("idempotency.cache.ttl (PT240H) exceeds idempotency.store.jdbc.retention");
 			});
+	}
+
+	@Test
+	void retriesInfrastructureFailuresUnlessSwitchedOff() {
+		this.runner.run((context) -> assertThat(context).hasSingleBean(InfrastructureRetryInstaller.class));
+		this.runner.withPropertyValues("idempotency.infrastructure-retry.enabled=false")
+			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(InfrastructureRetryInstaller.class));
+	}
+
+	@Test
+	void failsFastOnAnInfrastructureRetryThatWouldShrink() {
+		this.runner.withPropertyValues("idempotency.infrastructure-retry.multiplier=0.5")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("idempotency.infrastructure-retry.multiplier must be at least 1"));
 	}
 
 	@Test
