@@ -43,7 +43,10 @@ final class EmbeddedServers implements AutoCloseable {
 
 	void startPostgres() {
 		try {
-			this.postgres = EmbeddedPostgres.builder().start();
+			this.postgres = EmbeddedPostgres.builder()
+				// stopped when the context closes, after the beans that use it
+				.setRegisterShutdownHook(false)
+				.start();
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start embedded PostgreSQL", ex);

@@ -1,10 +1,14 @@
 package dev.idempotency.sample;
 
+import java.time.Duration;
+
+import io.lettuce.core.resource.Delay;
 import org.apache.kafka.clients.admin.NewTopic;
 
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.config.TopicBuilder;
 
@@ -21,6 +25,13 @@ public class PaymentsLedgerApplication {
 
 	public static void main(String[] args) {
 		SpringApplication.run(PaymentsLedgerApplication.class, args);
+	}
+
+	// Lettuce's default reconnect backoff grows to 30 s; a Redis that comes back is used
+	// again within a second
+	@Bean
+	ClientResourcesBuilderCustomizer redisReconnectDelay() {
+		return (builder) -> builder.reconnectDelay(Delay.constant(Duration.ofMillis(500)));
 	}
 
 	@Bean
