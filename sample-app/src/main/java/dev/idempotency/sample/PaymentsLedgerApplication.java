@@ -1,17 +1,47 @@
 package dev.idempotency.sample;
 
+import java.time.Duration;
+
+import io.lettuce.core.resource.Delay;
+import org.apache.kafka.clients.admin.NewTopic;
+
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
+import org.springframework.context.annotation.Bean;
+import org.springframework.kafka.config.TopicBuilder;
 
 /**
  * A payments ledger that debits accounts exactly once per payment, whatever Kafka
  * redelivers.
+ * <p>
+ * Without configured servers it starts embedded ones (see {@link EmbeddedServersListener});
+ * with {@code --demo} it sends payments with injected duplicates, prints a verdict and
+ * exits (see {@link Demo}).
  */
 @SpringBootApplication
 public class PaymentsLedgerApplication {
 
 	public static void main(String[] args) {
 		SpringApplication.run(PaymentsLedgerApplication.class, args);
+	}
+
+	// Lettuce's default reconnect backoff grows to 30 s; a Redis that comes back is used
+	// again within a second
+	@Bean
+	ClientResourcesBuilderCustomizer redisReconnectDelay() {
+		return (builder) -> builder.reconnectDelay(Delay.constant(Duration.ofMillis(500)));
+	}
+
+	@Bean
+	NewTopic paymentsTopic(@Value("${sample.topics.partitions:3}") int partitions) {
+		return TopicBuilder.name(PaymentService.PAYMENTS_TOPIC).partitions(partitions).replicas(1).build();
+	}
+
+	@Bean
+	NewTopic accountDebitedTopic(@Value("${sample.topics.partitions:3}") int partitions) {
+		return TopicBuilder.name(PaymentListener.ACCOUNT_DEBITED_TOPIC).partitions(partitions).replicas(1).build();
 	}
 
 }

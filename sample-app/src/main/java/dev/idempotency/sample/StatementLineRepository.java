@@ -1,0 +1,7 @@
+package dev.idempotency.sample;
+
+import org.springframework.data.jpa.repository.JpaRepository;
+
+interface StatementLineRepository extends JpaRepository<StatementLine, Long> {
+
+}
