@@ -307,7 +307,11 @@ public final class OutboxRepository {
 		return this.jdbc.update(this.purgeSql, retention.toMillis() / 1000.0);
 	}
 
-	Stats stats() {
+	/**
+	 * Count the pending and dead events (one scan of the events not sent).
+	 * @return the state of the table
+	 */
+	public Stats stats() {
 		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new Stats(row.getLong("pending"),
 				row.getLong("dead"), (row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
 	}
@@ -316,7 +320,7 @@ public final class OutboxRepository {
 	 * Return the age of the oldest pending event, on the database's clock.
 	 * @return the age, or {@code null} when no event is pending
 	 */
-	@Nullable Duration oldestPendingAge() {
+	public @Nullable Duration oldestPendingAge() {
 		List<Double> seconds = this.jdbc.queryForList(this.oldestPendingAgeSql, Double.class);
 		return seconds.isEmpty() ? null : Duration.ofNanos((long) (Math.max(0, seconds.get(0)) * 1e9));
 	}
