@@ -1,7 +1,6 @@
 package dev.idempotency.metrics;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +13,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.TimeGauge;
 import io.micrometer.core.instrument.Timer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link OutboxMetrics} on a Micrometer {@link MeterRegistry}: the
@@ -28,6 +28,8 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 	private final AtomicReference<OutboxRepository.Stats> stats = new AtomicReference<>(
 			new OutboxRepository.Stats(0, 0, null));
 
+	private final AtomicReference<OldestPending> oldest = new AtomicReference<>(OldestPending.NONE);
+
 	public MicrometerOutboxMetrics(MeterRegistry registry) {
 		this.registry = registry;
 		Gauge.builder(IdempotencyMeters.OUTBOX_PENDING.meterName(), this.stats, (s) -> s.get().pending())
@@ -36,11 +38,8 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 		Gauge.builder(IdempotencyMeters.OUTBOX_DEAD.meterName(), this.stats, (s) -> s.get().dead())
 			.description("Outbox events that failed every attempt")
 			.register(registry);
-		TimeGauge.builder(IdempotencyMeters.OUTBOX_OLDEST_AGE.meterName(), this.stats, TimeUnit.MILLISECONDS,
-				(s) -> {
-					Instant oldest = s.get().oldest();
-					return (oldest != null) ? Duration.between(oldest, Instant.now()).toMillis() : 0;
-				})
+		TimeGauge.builder(IdempotencyMeters.OUTBOX_OLDEST_AGE.meterName(), this.oldest, TimeUnit.NANOSECONDS,
+				(o) -> o.get().ageNow(System.nanoTime()))
 			.description("Age of the oldest pending outbox event")
 			.register(registry);
 	}
@@ -78,8 +77,27 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 	}
 
 	@Override
+	public void oldestPending(@Nullable Duration age) {
+		this.oldest.set((age != null) ? new OldestPending(age.toNanos(), System.nanoTime()) : OldestPending.NONE);
+	}
+
+	@Override
 	public void stats(OutboxRepository.Stats stats) {
 		this.stats.set(stats);
+	}
+
+	/**
+	 * The age of the oldest pending event when it was read, and when that was: the gauge
+	 * adds the time since, so that an event stuck between two reads keeps aging.
+	 */
+	private record OldestPending(long ageNanos, long readAtNanos) {
+
+		static final OldestPending NONE = new OldestPending(-1, 0);
+
+		double ageNow(long now) {
+			return (this.ageNanos < 0) ? 0 : this.ageNanos + (now - this.readAtNanos);
+		}
+
 	}
 
 }

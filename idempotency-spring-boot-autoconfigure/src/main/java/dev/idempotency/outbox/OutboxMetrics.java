@@ -2,6 +2,8 @@ package dev.idempotency.outbox;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Records what the outbox relay does. The default records nothing; with a Micrometer
  * {@code MeterRegistry} the {@code idempotency.outbox.*} meters are written.
@@ -42,8 +44,17 @@ public interface OutboxMetrics {
 	void failed(String topic, Throwable exception);
 
 	/**
+	 * Record the age of the oldest pending event, as just read from the table. The relay
+	 * reads it after each cycle, so it is at most one cycle (or one poll interval) old.
+	 * @param age the age, or {@code null} when no event is pending
+	 */
+	default void oldestPending(@Nullable Duration age) {
+	}
+
+	/**
 	 * Record the state of the outbox table.
-	 * @param stats pending and dead events, and the oldest pending one
+	 * @param stats pending and dead events (its oldest pending event is not used for the
+	 * age, which {@link #oldestPending(Duration)} records more often)
 	 */
 	void stats(OutboxRepository.Stats stats);
 

@@ -225,6 +225,7 @@ public final class OutboxRelay implements SmartLifecycle {
 			try {
 				claimed = relayOnce();
 				housekeeping();
+				recordOldestPending();
 			}
 			catch (RuntimeException ex) {
 				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
@@ -239,6 +240,16 @@ public final class OutboxRelay implements SmartLifecycle {
 					return;
 				}
 			}
+		}
+	}
+
+	/**
+	 * Read the age of the oldest pending event after every cycle (at least every poll
+	 * interval), so that the gauge follows the events that leave: one indexed row.
+	 */
+	private void recordOldestPending() {
+		if (this.metrics != OutboxMetrics.NONE) {
+			this.metrics.oldestPending(this.repository.oldestPendingAge());
 		}
 	}
 

@@ -118,6 +118,15 @@ public final class OutboxRepository {
 			FROM %s WHERE status <> 'SENT'
 			""";
 
+	// The pending event with the lowest id: the first written (id and created_at are both
+	// taken by the insert), found at the head of the pending index, whatever the backlog.
+	// Its age is measured on the database's clock, so that a skewed application clock
+	// does not shift it.
+	private static final String OLDEST_PENDING_AGE = """
+			SELECT extract(epoch FROM clock_timestamp() - created_at) FROM %s
+			WHERE status = 'PENDING' ORDER BY id LIMIT 1
+			""";
+
 	private final JdbcTemplate jdbc;
 
 	private final TransactionOperations transactions;
@@ -144,6 +153,8 @@ public final class OutboxRepository {
 
 	private final String statsSql;
 
+	private final String oldestPendingAgeSql;
+
 	/**
 	 * Create a repository.
 	 * @param jdbc the template on the application's {@code DataSource}
@@ -168,6 +179,7 @@ public final class OutboxRepository {
 		this.requeueSql = REQUEUE.formatted(name);
 		this.purgeSql = PURGE.formatted(name);
 		this.statsSql = STATS.formatted(name);
+		this.oldestPendingAgeSql = OLDEST_PENDING_AGE.formatted(name);
 	}
 
 	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
@@ -295,9 +307,22 @@ public final class OutboxRepository {
 		return this.jdbc.update(this.purgeSql, retention.toMillis() / 1000.0);
 	}
 
-	Stats stats() {
+	/**
+	 * Count the pending and dead events (one scan of the events not sent).
+	 * @return the state of the table
+	 */
+	public Stats stats() {
 		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new Stats(row.getLong("pending"),
 				row.getLong("dead"), (row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
+	}
+
+	/**
+	 * Return the age of the oldest pending event, on the database's clock.
+	 * @return the age, or {@code null} when no event is pending
+	 */
+	public @Nullable Duration oldestPendingAge() {
+		List<Double> seconds = this.jdbc.queryForList(this.oldestPendingAgeSql, Double.class);
+		return seconds.isEmpty() ? null : Duration.ofNanos((long) (Math.max(0, seconds.get(0)) * 1e9));
 	}
 
 	private static OutboxRecord record(ResultSet row, int rowNum) throws SQLException {

@@ -48,6 +48,9 @@ public final class TestApplications {
 		// Spring Boot's Flyway is on the test classpath for the test of an application with
 		// migrations of its own; the other test applications have none.
 		defaults.put("spring.flyway.enabled", "false");
+		// The Prometheus registry is on the test classpath for the scrape test, which
+		// switches it on; the other test applications keep the simple registry.
+		defaults.put("management.prometheus.metrics.export.enabled", "false");
 		defaults.put("spring.kafka.consumer.properties[session.timeout.ms]", "6000");
 		defaults.put("spring.kafka.consumer.properties[heartbeat.interval.ms]", "500");
 		// Command-line arguments, so that they win over system properties (an embedded broker

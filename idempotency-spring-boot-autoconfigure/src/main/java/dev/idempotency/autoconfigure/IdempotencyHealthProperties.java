@@ -1,0 +1,37 @@
+package dev.idempotency.autoconfigure;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Thresholds of the {@code idempotency} health contributor.
+ *
+ * @param outbox thresholds on the outbox table
+ */
+@ConfigurationProperties("idempotency.health")
+public record IdempotencyHealthProperties(@DefaultValue Outbox outbox) {
+
+	/**
+	 * Thresholds on the outbox table, past which the contributor reports
+	 * {@code OUT_OF_SERVICE}.
+	 *
+	 * @param maxDead maximum number of dead events before the outbox is out of service
+	 * @param maxOldestAge maximum age of the oldest pending event before the outbox is out
+	 * of service
+	 */
+	public record Outbox(@DefaultValue("0") long maxDead, @DefaultValue("5m") Duration maxOldestAge) {
+
+		public Outbox {
+			if (maxDead < 0) {
+				throw new IllegalArgumentException("idempotency.health.outbox.max-dead must not be negative");
+			}
+			if (maxOldestAge.isNegative() || maxOldestAge.isZero()) {
+				throw new IllegalArgumentException("idempotency.health.outbox.max-oldest-age must be positive");
+			}
+		}
+
+	}
+
+}
