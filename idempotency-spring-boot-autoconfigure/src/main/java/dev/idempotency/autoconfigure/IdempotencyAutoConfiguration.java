@@ -16,6 +16,7 @@ import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
+import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.config.AopConfigUtils;
@@ -73,7 +74,7 @@ public final class IdempotencyAutoConfiguration {
 	IdempotentListenerInterceptor idempotentListenerInterceptor(ProcessedMessageStore store,
 			IdempotencyKeyResolver keyResolver, IdempotencyProperties properties, ListableBeanFactory beanFactory,
 			ObjectProvider<DataSource> dataSource, ObjectProvider<IdempotencyMetrics> metrics,
-			ObjectProvider<ProcessedKeyCache> cache) {
+			ObjectProvider<ProcessedKeyCache> cache, ObjectProvider<ObservationRegistry> observationRegistry) {
 		PlatformTransactionManager transactionManager = transactionManager(beanFactory, properties);
 		TransactionOperations transactions;
 		if (transactionManager != null) {
@@ -93,7 +94,8 @@ public final class IdempotencyAutoConfiguration {
 		}
 		return new IdempotentListenerInterceptor(store, keyResolver, properties.missingKey(), transactions,
 				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
-				store.joinsTransaction() ? cache.getIfAvailable() : null);
+				store.joinsTransaction() ? cache.getIfAvailable() : null,
+				observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP));
 	}
 
 	@Bean

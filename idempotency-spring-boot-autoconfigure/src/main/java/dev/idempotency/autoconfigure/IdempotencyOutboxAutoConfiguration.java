@@ -14,6 +14,10 @@ import dev.idempotency.outbox.OutboxPayloadSerializer;
 import dev.idempotency.outbox.OutboxRelay;
 import dev.idempotency.outbox.OutboxRepository;
 import dev.idempotency.outbox.OutboxSettings;
+import dev.idempotency.outbox.OutboxTraceContext;
+import dev.idempotency.outbox.TracerOutboxTraceContext;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -92,14 +96,34 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	Outbox outbox(OutboxRepository repository, OutboxPayloadSerializer serializer,
-			ObjectProvider<OutboxRelay> relay) {
-		return new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+			ObjectProvider<OutboxRelay> relay, ObjectProvider<OutboxTraceContext> traceContext) {
+		return new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp),
+				traceContext.getIfUnique(() -> OutboxTraceContext.NONE));
 	}
 
 	@Bean
 	@ConditionalOnMissingBean
 	OutboxDeadLetters outboxDeadLetters(OutboxRepository repository, ObjectProvider<OutboxRelay> relay) {
 		return new OutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Tracer.class)
+	static class TracingConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		OutboxTraceContext outboxTraceContext(ObjectProvider<Tracer> tracer, ObjectProvider<Propagator> propagator) {
+			// resolved here, not by condition: the tracer is defined by an auto-configuration
+			// that may come after this one
+			Tracer currentTracer = tracer.getIfUnique();
+			Propagator currentPropagator = propagator.getIfUnique();
+			if (currentTracer == null || currentPropagator == null || currentTracer == Tracer.NOOP) {
+				return OutboxTraceContext.NONE;
+			}
+			return new TracerOutboxTraceContext(currentTracer, currentPropagator);
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)

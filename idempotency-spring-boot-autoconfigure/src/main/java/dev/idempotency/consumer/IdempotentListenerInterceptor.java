@@ -14,11 +14,16 @@ import dev.idempotency.key.RecordCoordinates;
 import dev.idempotency.key.StoredKey;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.metrics.DefaultIdempotencyObservationConvention;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
+import dev.idempotency.metrics.IdempotencyObservation;
+import dev.idempotency.metrics.IdempotencyObservationContext;
 import dev.idempotency.metrics.Outcome;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.commons.logging.Log;
@@ -39,7 +44,8 @@ import org.springframework.transaction.support.TransactionOperations;
  * that transaction when the key is new, and skips it when the key was processed. The
  * cache is written only after the transaction committed. A failure rolls the claim back with the
  * method's work and is rethrown to the container's error handler; a skipped duplicate
- * returns normally, so its offset is committed.
+ * returns normally, so its offset is committed. Each invocation is an
+ * {@link IdempotencyObservation#LISTENER} observation unless the registry is a no-op.
  */
 public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
@@ -62,6 +68,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final IdempotencyMetrics metrics;
 
+	private final ObservationRegistry observations;
+
 	private final @Nullable ProcessedKeyCache cache;
 
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
@@ -82,6 +90,24 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
 			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics,
 			@Nullable ProcessedKeyCache cache) {
+		this(store, keyResolver, missingKeyPolicy, transactions, metrics, cache, ObservationRegistry.NOOP);
+	}
+
+	/**
+	 * Create an interceptor that observes each invocation.
+	 * @param store the store that claims keys
+	 * @param keyResolver resolves the key of each record
+	 * @param missingKeyPolicy what to do with a record without key
+	 * @param transactions runs each claim and listener invocation in a new transaction
+	 * @param metrics records each decision
+	 * @param cache the cache in front of the store, or {@code null}
+	 * @param observations where each invocation is observed; {@link ObservationRegistry#NOOP}
+	 * for none
+	 */
+	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
+			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics,
+			@Nullable ProcessedKeyCache cache, ObservationRegistry observations) {
+		this.observations = observations;
 		this.store = store;
 		this.keyResolver = keyResolver;
 		this.missingKeyPolicy = missingKeyPolicy;
@@ -95,6 +121,28 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
 		Listener listener = listener(invocation);
+		if (this.observations.isNoop()) {
+			return invoke(invocation, listener);
+		}
+		IdempotencyObservationContext context = new IdempotencyObservationContext(listener.method().name(),
+				listener.method().isBatchInvocation());
+		Observation observation = IdempotencyObservation.LISTENER
+			.observation(null, DefaultIdempotencyObservationConvention.INSTANCE, () -> context, this.observations)
+			.start();
+		try (Observation.Scope scope = observation.openScope()) {
+			ListenerMetrics observed = new ObservedListenerMetrics(listener.metrics(), context);
+			return invoke(invocation, new Listener(listener.method(), observed));
+		}
+		catch (Throwable ex) {
+			observation.error(ex);
+			throw ex;
+		}
+		finally {
+			observation.stop();
+		}
+	}
+
+	private @Nullable Object invoke(MethodInvocation invocation, Listener listener) throws Throwable {
 		@Nullable Object[] arguments = invocation.getArguments();
 		if (listener.method().isBatchInvocation()) {
 			return this.batches.invoke(invocation, listener.method(), listener.metrics());

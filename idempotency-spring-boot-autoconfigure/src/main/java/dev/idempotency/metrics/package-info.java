@@ -1,5 +1,5 @@
 /**
- * Meter names and the recorder that writes them.
+ * Meter and observation names, and the recorders that write them.
  */
 @NullMarked
 package dev.idempotency.metrics;

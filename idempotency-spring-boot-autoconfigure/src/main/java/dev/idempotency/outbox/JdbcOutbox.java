@@ -1,5 +1,7 @@
 package dev.idempotency.outbox;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.UUID;
 
 import org.springframework.transaction.IllegalTransactionStateException;
@@ -8,7 +10,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * {@link Outbox} on the outbox table: the event is inserted in the caller's transaction,
- * and the relay is woken up after that transaction commits.
+ * and the relay is woken up after that transaction commits. The current trace context is
+ * stored with the event's headers; a header the event sets itself is kept.
  */
 public final class JdbcOutbox implements Outbox {
 
@@ -18,6 +21,8 @@ public final class JdbcOutbox implements Outbox {
 
 	private final Runnable wakeUp;
 
+	private final OutboxTraceContext traceContext;
+
 	/**
 	 * Create an outbox.
 	 * @param repository the outbox table
@@ -25,9 +30,22 @@ public final class JdbcOutbox implements Outbox {
 	 * @param wakeUp wakes the local relay after a commit
 	 */
 	public JdbcOutbox(OutboxRepository repository, OutboxPayloadSerializer serializer, Runnable wakeUp) {
+		this(repository, serializer, wakeUp, OutboxTraceContext.NONE);
+	}
+
+	/**
+	 * Create an outbox that stores the current trace context with each event.
+	 * @param repository the outbox table
+	 * @param serializer turns payloads into bytes
+	 * @param wakeUp wakes the local relay after a commit
+	 * @param traceContext writes the current trace context into the event's headers
+	 */
+	public JdbcOutbox(OutboxRepository repository, OutboxPayloadSerializer serializer, Runnable wakeUp,
+			OutboxTraceContext traceContext) {
 		this.repository = repository;
 		this.serializer = serializer;
 		this.wakeUp = wakeUp;
+		this.traceContext = traceContext;
 	}
 
 	@Override
@@ -46,7 +64,7 @@ public final class JdbcOutbox implements Outbox {
 		}
 		byte[] payload = this.serializer.serialize(event.payload());
 		UUID eventId = UUID.randomUUID();
-		this.repository.insert(eventId, event, payload);
+		this.repository.insert(eventId, withTraceContext(event), payload);
 		TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 			@Override
 			public void afterCommit() {
@@ -54,6 +72,20 @@ public final class JdbcOutbox implements Outbox {
 			}
 		});
 		return eventId;
+	}
+
+	private OutboxEvent withTraceContext(OutboxEvent event) {
+		if (this.traceContext == OutboxTraceContext.NONE) {
+			return event;
+		}
+		Map<String, String> headers = new LinkedHashMap<>();
+		this.traceContext.inject(headers);
+		if (headers.isEmpty()) {
+			return event;
+		}
+		headers.putAll(event.headers());
+		return new OutboxEvent(event.topic(), event.key(), event.payload(), headers, event.type(),
+				event.aggregateType());
 	}
 
 }

@@ -1,0 +1,59 @@
+package dev.idempotency.autoconfigure;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxTraceContext;
+import dev.idempotency.outbox.TracerOutboxTraceContext;
+import dev.idempotency.test.TestInfrastructure;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.Mockito.mock;
+
+/**
+ * Tests for the trace context of {@link IdempotencyOutboxAutoConfiguration}.
+ */
+class IdempotencyOutboxTracingAutoConfigurationTests {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(
+				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
+				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
+				org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration.class,
+				IdempotencyAutoConfiguration.class, IdempotencyJdbcStoreAutoConfiguration.class,
+				IdempotencyOutboxAutoConfiguration.class))
+		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
+				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
+				"spring.datasource.password=" + TestInfrastructure.postgres().password(),
+				"spring.kafka.bootstrap-servers=" + TestInfrastructure.kafkaBootstrapServers(),
+				"idempotency.outbox.relay-enabled=false", "idempotency.flyway.enabled=false");
+
+	@Test
+	void storesTheTraceContextWhenTheApplicationHasATracerAndAPropagator() {
+		this.runner.withBean(Tracer.class, () -> mock(Tracer.class))
+			.withBean(Propagator.class, () -> Propagator.NOOP)
+			.run((context) -> assertThat(context).getBean(OutboxTraceContext.class)
+				.isInstanceOf(TracerOutboxTraceContext.class));
+	}
+
+	@Test
+	void storesNoTraceContextWithoutATracer() {
+		this.runner.withBean(Propagator.class, () -> Propagator.NOOP)
+			.run((context) -> assertThat(context).getBean(OutboxTraceContext.class)
+				.isSameAs(OutboxTraceContext.NONE));
+	}
+
+	@Test
+	void publishesWithoutMicrometerTracingOnTheClasspath() {
+		this.runner.withClassLoader(new FilteredClassLoader(Tracer.class))
+			.run((context) -> assertThat(context).hasNotFailed()
+				.hasSingleBean(Outbox.class)
+				.doesNotHaveBean(OutboxTraceContext.class));
+	}
+
+}
