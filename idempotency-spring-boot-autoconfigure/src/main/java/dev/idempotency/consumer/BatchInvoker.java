@@ -224,7 +224,7 @@ final class BatchInvoker {
 	 */
 	private @Nullable Object retryBefore(BatchListenerFailedException ex, Attempt attempt,
 			ProxyMethodInvocation pristine, ListenerMetrics metrics) throws Throwable {
-		int failed = attempt.deliveredIndexOf(ex);
+		int failed = attempt.positionOf(ex);
 		if (failed < 0) {
 			// a record the batch does not hold: nothing can be committed
 			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
@@ -417,10 +417,10 @@ final class BatchInvoker {
 		}
 
 		/**
-		 * Return the index in the delivered batch of the record a
+		 * Return the position in the records of the record a
 		 * {@link BatchListenerFailedException} names, or -1.
 		 */
-		int deliveredIndexOf(BatchListenerFailedException ex) {
+		int positionOf(BatchListenerFailedException ex) {
 			ConsumerRecord<?, ?> named = ex.getRecord();
 			if (named == null) {
 				return (ex.getIndex() >= 0 && ex.getIndex() < this.kept.size()) ? this.kept.get(ex.getIndex()) : -1;

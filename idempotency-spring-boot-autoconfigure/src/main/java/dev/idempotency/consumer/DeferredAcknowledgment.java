@@ -110,14 +110,6 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	}
 
 	/**
-	 * Return the index in the delivered batch from which a batch nack hands records back.
-	 * @return the index, or -1
-	 */
-	synchronized int deliveredNackIndex() {
-		return (this.nackIndex >= 0) ? this.deliveredIndex.applyAsInt(this.nackIndex) : -1;
-	}
-
-	/**
 	 * Hand the whole batch back rather than the records from the nacked one on, because
 	 * their claims could not be given up alone and the whole batch rolled back.
 	 */

@@ -50,14 +50,6 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 		this.infrastructure.setLogLevel(KafkaException.Level.WARN);
 	}
 
-	/**
-	 * Return the application's error handler.
-	 * @return the wrapped handler
-	 */
-	public CommonErrorHandler application() {
-		return this.application;
-	}
-
 	private CommonErrorHandler handlerFor(Exception thrownException) {
 		return InfrastructureFailures.isInfrastructureFailure(thrownException) ? this.infrastructure
 				: this.application;
