@@ -71,6 +71,7 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	IdempotentListenerInterceptor idempotentListenerInterceptor(ProcessedMessageStore store,
 			IdempotencyKeyResolver keyResolver, IdempotencyProperties properties, ListableBeanFactory beanFactory,
 			ObjectProvider<DataSource> dataSource, ObjectProvider<IdempotencyMetrics> metrics,
@@ -114,6 +115,7 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.infrastructure-retry.enabled", matchIfMissing = true)
 	InfrastructureRetryInstaller idempotencyInfrastructureRetryInstaller(
 			ObjectProvider<KafkaListenerEndpointRegistry> registries, IdempotencyProperties properties) {

@@ -3,6 +3,7 @@ package dev.idempotency.autoconfigure;
 import java.time.Duration;
 
 import dev.idempotency.outbox.OutboxRepository;
+import dev.idempotency.outbox.OutboxStats;
 import dev.idempotency.store.TableName;
 import org.jspecify.annotations.Nullable;
 
@@ -53,7 +54,7 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 		if (this.outbox == null) {
 			return;
 		}
-		OutboxRepository.Stats stats = this.outbox.stats();
+		OutboxStats stats = this.outbox.stats();
 		Duration oldest = this.outbox.oldestPendingAge();
 		builder.withDetail("pending", stats.pending())
 			.withDetail("dead", stats.dead())

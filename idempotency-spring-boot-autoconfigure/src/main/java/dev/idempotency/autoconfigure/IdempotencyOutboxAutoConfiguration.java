@@ -9,6 +9,7 @@ import dev.idempotency.outbox.DefaultOutboxPayloadSerializer;
 import dev.idempotency.outbox.JdbcOutbox;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
+import dev.idempotency.outbox.JdbcOutboxDeadLetters;
 import dev.idempotency.outbox.OutboxMetrics;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
 import dev.idempotency.outbox.OutboxRelay;
@@ -71,6 +72,7 @@ public final class IdempotencyOutboxAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
 	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
 			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics) {
@@ -104,7 +106,7 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	OutboxDeadLetters outboxDeadLetters(OutboxRepository repository, ObjectProvider<OutboxRelay> relay) {
-		return new OutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+		return new JdbcOutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
 	}
 
 	@Configuration(proxyBeanMethods = false)

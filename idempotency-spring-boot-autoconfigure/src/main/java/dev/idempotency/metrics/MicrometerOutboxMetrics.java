@@ -7,7 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.outbox.OutboxMetrics;
-import dev.idempotency.outbox.OutboxRepository;
+import dev.idempotency.outbox.OutboxStats;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -25,8 +25,8 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 
 	private final Map<String, TopicMeters> topics = new ConcurrentHashMap<>();
 
-	private final AtomicReference<OutboxRepository.Stats> stats = new AtomicReference<>(
-			new OutboxRepository.Stats(0, 0, null));
+	private final AtomicReference<OutboxStats> stats = new AtomicReference<>(
+			new OutboxStats(0, 0, null));
 
 	private final AtomicReference<OldestPending> oldest = new AtomicReference<>(OldestPending.NONE);
 
@@ -82,7 +82,7 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 	}
 
 	@Override
-	public void stats(OutboxRepository.Stats stats) {
+	public void stats(OutboxStats stats) {
 		this.stats.set(stats);
 	}
 

@@ -299,7 +299,7 @@ public final class OutboxRepository {
 	 * @param eventId the event to re-queue, or {@code null} for all dead events
 	 * @return the number re-queued
 	 */
-	int requeueDead(UUID eventId) {
+	public int requeueDead(@Nullable UUID eventId) {
 		return this.jdbc.update(this.requeueSql, eventId, eventId);
 	}
 
@@ -311,8 +311,8 @@ public final class OutboxRepository {
 	 * Count the pending and dead events (one scan of the events not sent).
 	 * @return the state of the table
 	 */
-	public Stats stats() {
-		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new Stats(row.getLong("pending"),
+	public OutboxStats stats() {
+		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new OutboxStats(row.getLong("pending"),
 				row.getLong("dead"), (row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
 	}
 
@@ -346,16 +346,6 @@ public final class OutboxRepository {
 	 * event was held back because an earlier send to its topic had just failed
 	 */
 	record Failure(String error, Duration delay, boolean attempted) {
-	}
-
-	/**
-	 * The state of the outbox table.
-	 *
-	 * @param pending events waiting to be published
-	 * @param dead events that failed every attempt
-	 * @param oldest when the oldest pending event was written, or {@code null}
-	 */
-	public record Stats(long pending, long dead, @Nullable Instant oldest) {
 	}
 
 }
