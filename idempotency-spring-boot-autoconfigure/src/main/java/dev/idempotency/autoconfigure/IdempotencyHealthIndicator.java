@@ -2,9 +2,9 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 
-import dev.idempotency.outbox.OutboxRepository;
+import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.outbox.OutboxStats;
-import dev.idempotency.store.TableName;
+import dev.idempotency.internal.store.TableName;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;

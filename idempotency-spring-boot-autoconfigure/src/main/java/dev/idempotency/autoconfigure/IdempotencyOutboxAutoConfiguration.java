@@ -5,18 +5,18 @@ import java.util.Map;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.outbox.DefaultOutboxPayloadSerializer;
-import dev.idempotency.outbox.JdbcOutbox;
+import dev.idempotency.internal.outbox.DefaultOutboxPayloadSerializer;
+import dev.idempotency.internal.outbox.JdbcOutbox;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
-import dev.idempotency.outbox.JdbcOutboxDeadLetters;
+import dev.idempotency.internal.outbox.JdbcOutboxDeadLetters;
 import dev.idempotency.outbox.OutboxMetrics;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
-import dev.idempotency.outbox.OutboxRelay;
-import dev.idempotency.outbox.OutboxRepository;
-import dev.idempotency.outbox.OutboxSettings;
+import dev.idempotency.internal.outbox.OutboxRelay;
+import dev.idempotency.internal.outbox.OutboxRepository;
+import dev.idempotency.internal.outbox.OutboxSettings;
 import dev.idempotency.outbox.OutboxTraceContext;
-import dev.idempotency.outbox.TracerOutboxTraceContext;
+import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
 import org.apache.kafka.clients.producer.ProducerConfig;

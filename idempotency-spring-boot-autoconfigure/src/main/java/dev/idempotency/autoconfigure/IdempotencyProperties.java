@@ -2,8 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 
-import dev.idempotency.key.MissingKeyPolicy;
-import dev.idempotency.store.TableName;
+import dev.idempotency.MissingKeyPolicy;
+import dev.idempotency.internal.store.TableName;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -61,7 +61,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * table.
 	 * @return the outbox table
 	 */
-	public TableName outboxTableName() {
+	TableName outboxTableName() {
 		return new TableName(this.store.jdbc().schema(), this.outbox.table());
 	}
 
@@ -278,7 +278,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		 * Return the validated, schema-qualified table name.
 		 * @return the table name
 		 */
-		public TableName tableName() {
+		TableName tableName() {
 			return new TableName(this.schema, this.table);
 		}
 

@@ -1,0 +1,339 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxMetrics;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.context.SmartLifecycle;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.SendResult;
+
+/**
+ * Publishes outbox events to Kafka. Each cycle claims a batch of due events in a short
+ * transaction (with a lease), sends them all asynchronously outside any transaction,
+ * waits for the acknowledgments, and records the outcome in one statement per outcome.
+ * A commit that wrote events wakes the relay at once; polling finds the events of other
+ * instances. Failed sends back off exponentially with jitter; after the last attempt an
+ * event is {@code DEAD} and blocks the later events of its key until it is re-queued.
+ */
+public final class OutboxRelay implements SmartLifecycle {
+
+	/** Header that carries the event id. */
+	public static final String IDEMPOTENCY_KEY_HEADER = "X-Idempotency-Key";
+
+	/** Header that carries the event type, when set. */
+	public static final String EVENT_TYPE_HEADER = "X-Event-Type";
+
+	/** Header that carries the aggregate type, when set. */
+	public static final String AGGREGATE_TYPE_HEADER = "X-Aggregate-Type";
+
+	private static final Log logger = LogFactory.getLog(OutboxRelay.class);
+
+	private final OutboxRepository repository;
+
+	private final KafkaTemplate<String, byte[]> kafka;
+
+	private final OutboxSettings settings;
+
+	private final OutboxMetrics metrics;
+
+	private final String owner = UUID.randomUUID().toString();
+
+	private final Semaphore wakeUps = new Semaphore(0);
+
+	private volatile boolean running;
+
+	private @Nullable Thread thread;
+
+	private long nextHousekeeping;
+
+	/**
+	 * Create a relay.
+	 * @param repository the outbox table
+	 * @param kafka the template that sends (an idempotent producer)
+	 * @param settings the relay's settings
+	 * @param metrics records what the relay does
+	 */
+	public OutboxRelay(OutboxRepository repository, KafkaTemplate<String, byte[]> kafka, OutboxSettings settings,
+			OutboxMetrics metrics) {
+		this.repository = repository;
+		this.kafka = kafka;
+		this.settings = settings;
+		this.metrics = metrics;
+	}
+
+	/**
+	 * Wake the relay up: events were committed.
+	 */
+	public void wakeUp() {
+		if (this.wakeUps.availablePermits() == 0) {
+			this.wakeUps.release();
+		}
+	}
+
+	/**
+	 * Run one cycle now: claim, send, record. For tests and tools; the relay's own thread
+	 * does this continuously while it runs.
+	 * @return the number of events claimed
+	 */
+	public int relayOnce() {
+		long started = System.nanoTime();
+		List<OutboxRecord> batch = this.repository.claim(this.owner, this.settings.lease());
+		if (batch.isEmpty()) {
+			return 0;
+		}
+		long claimed = System.nanoTime();
+		List<@Nullable CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>(batch.size());
+		Map<String, Throwable> failingTopics = new HashMap<>();
+		for (OutboxRecord event : batch) {
+			// A send that failed at once (no metadata: broker down, topic missing) blocked
+			// for max.block.ms; the other events of its topic would each block as long.
+			CompletableFuture<SendResult<String, byte[]>> send = failingTopics.containsKey(event.topic()) ? null
+					: send(event);
+			if (send != null && send.isCompletedExceptionally()) {
+				failingTopics.put(event.topic(), cause(send));
+			}
+			sends.add(send);
+		}
+		long deadline = System.nanoTime() + this.settings.sendTimeout().toNanos();
+		List<Long> sent = new ArrayList<>(batch.size());
+		Map<Long, Failure> failed = new LinkedHashMap<>();
+		for (int i = 0; i < batch.size(); i++) {
+			OutboxRecord event = batch.get(i);
+			if (sends.get(i) == null) {
+				failed.put(event.id(), heldBack(event, failingTopics.get(event.topic())));
+				continue;
+			}
+			try {
+				sends.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+				sent.add(event.id());
+				this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				failed.put(event.id(), failure(event, ex));
+			}
+			catch (ExecutionException ex) {
+				failed.put(event.id(), failure(event, ex.getCause()));
+			}
+			catch (TimeoutException | RuntimeException ex) {
+				failed.put(event.id(), failure(event, ex));
+			}
+		}
+		long acknowledged = System.nanoTime();
+		this.repository.complete(sent, this.owner, this.settings.deleteSent());
+		List<Long> dead = this.repository.fail(failed, this.owner, this.settings.maxAttempts());
+		if (!failed.isEmpty()) {
+			logger.warn(failed.size() + " of " + batch.size() + " outbox events were not sent and will be retried "
+					+ "after their backoff; first error: " + failed.values().iterator().next().error());
+			// All sends of the batch have completed: start the next attempt on a fresh
+			// producer, in case this one is in a state it cannot leave (a fatal error, a
+			// replaced cluster).
+			if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+				producers.reset();
+			}
+		}
+		if (logger.isDebugEnabled()) {
+			long done = System.nanoTime();
+			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "
+					+ "completion %.1f ms", sent.size(), batch.size(), (claimed - started) / 1e6,
+					(acknowledged - claimed) / 1e6, (done - acknowledged) / 1e6));
+		}
+		if (!dead.isEmpty()) {
+			logger.warn(dead.size() + " outbox events reached " + this.settings.maxAttempts()
+					+ " attempts and are DEAD; later events of their keys wait until they are re-queued");
+			this.metrics.stats(this.repository.stats());
+		}
+		return batch.size();
+	}
+
+	private static Throwable cause(CompletableFuture<?> failed) {
+		try {
+			failed.join();
+			return new IllegalStateException("not failed");
+		}
+		catch (CompletionException ex) {
+			return (ex.getCause() != null) ? ex.getCause() : ex;
+		}
+		catch (CancellationException ex) {
+			return ex;
+		}
+	}
+
+	private CompletableFuture<SendResult<String, byte[]>> send(OutboxRecord event) {
+		ProducerRecord<String, byte[]> record = new ProducerRecord<>(event.topic(), event.key(), event.payload());
+		event.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
+		record.headers().add(IDEMPOTENCY_KEY_HEADER, event.eventId().toString().getBytes(StandardCharsets.UTF_8));
+		if (event.type() != null) {
+			record.headers().add(EVENT_TYPE_HEADER, event.type().getBytes(StandardCharsets.UTF_8));
+		}
+		if (event.aggregateType() != null) {
+			record.headers().add(AGGREGATE_TYPE_HEADER, event.aggregateType().getBytes(StandardCharsets.UTF_8));
+		}
+		try {
+			return this.kafka.send(record);
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(ex);
+		}
+	}
+
+	private Failure failure(OutboxRecord event, Throwable ex) {
+		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
+		int attempt = event.attempts() + 1;
+		double backoff = Math.min(this.settings.maxBackoff().toMillis(),
+				this.settings.initialBackoff().toMillis() * Math.pow(this.settings.backoffMultiplier(), attempt - 1));
+		// full jitter around the exponential delay: spreads retries of many events
+		double jittered = backoff * (1 - this.settings.jitter() * ThreadLocalRandom.current().nextDouble());
+		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		String message = (cause != ex) ? ex.getMessage() + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
+				: ex.getClass().getSimpleName() + ": " + ex.getMessage();
+		return new Failure(message.length() > 2000 ? message.substring(0, 2000) : message,
+				Duration.ofMillis((long) jittered), true);
+	}
+
+	private Failure heldBack(OutboxRecord event, Throwable cause) {
+		return new Failure("Held back: an earlier send to " + event.topic() + " failed: " + cause,
+				this.settings.initialBackoff(), false);
+	}
+
+	private void loop() {
+		while (this.running) {
+			int claimed = 0;
+			try {
+				claimed = relayOnce();
+				housekeeping();
+				recordOldestPending();
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
+			}
+			if (claimed < this.settings.batchSize()) {
+				try {
+					this.wakeUps.tryAcquire(this.settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+					this.wakeUps.drainPermits();
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return;
+				}
+			}
+		}
+	}
+
+	/**
+	 * Read the age of the oldest pending event after every cycle (at least every poll
+	 * interval), so that the gauge follows the events that leave: one indexed row.
+	 */
+	private void recordOldestPending() {
+		if (this.metrics != OutboxMetrics.NONE) {
+			this.metrics.oldestPending(this.repository.oldestPendingAge());
+		}
+	}
+
+	private void housekeeping() {
+		long now = System.nanoTime();
+		if (now - this.nextHousekeeping < 0) {
+			return;
+		}
+		this.nextHousekeeping = now + Duration.ofSeconds(10).toNanos();
+		this.metrics.stats(this.repository.stats());
+		if (!this.settings.deleteSent()) {
+			this.repository.purgeSent(this.settings.retention());
+		}
+	}
+
+	@Override
+	public synchronized void start() {
+		if (this.running) {
+			return;
+		}
+		this.running = true;
+		Thread relay = new Thread(this::loop, "idempotency-outbox-relay");
+		relay.setDaemon(true);
+		relay.start();
+		this.thread = relay;
+	}
+
+	/**
+	 * Stop after the batch in flight: its acknowledgments are awaited (up to the shutdown
+	 * timeout) and recorded; whatever is still leased is released for other instances.
+	 */
+	@Override
+	public synchronized void stop() {
+		this.running = false;
+		wakeUp();
+		Thread relay = this.thread;
+		if (relay != null) {
+			try {
+				relay.join(this.settings.shutdownTimeout().toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			if (relay.isAlive()) {
+				relay.interrupt();
+				try {
+					relay.join(this.settings.shutdownTimeout().toMillis());
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			this.thread = null;
+			if (relay.isAlive()) {
+				// still recording its batch: leave its leases to expire rather than release
+				// them under it, which would let its events be sent twice
+				logger.warn("The outbox relay did not stop within " + this.settings.shutdownTimeout()
+						+ "; its leases expire after " + this.settings.lease());
+				return;
+			}
+		}
+		try {
+			this.repository.release(this.owner);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release the outbox relay's leases; they expire after " + this.settings.lease()
+					+ ": " + ex);
+		}
+		if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+			producers.destroy();
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public int getPhase() {
+		// stop before the Kafka producer and the DataSource go away
+		return SmartLifecycle.DEFAULT_PHASE - 1024;
+	}
+
+}
