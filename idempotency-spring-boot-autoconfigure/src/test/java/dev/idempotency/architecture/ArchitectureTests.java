@@ -75,6 +75,7 @@ class ArchitectureTests {
 
 	private static final JavaClasses CLASSES = new ClassFileImporter()
 		.withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+		.withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_JARS)
 		.importPackages("dev.idempotency");
 
 	@Test
