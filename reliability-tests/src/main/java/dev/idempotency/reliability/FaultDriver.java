@@ -1,0 +1,463 @@
+package dev.idempotency.reliability;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Runs the workload as separate processes against a Kafka broker process, PostgreSQL and
+ * Redis, injects the faults of a seeded {@link FaultPlan} while the transfers are sent,
+ * waits for the run to drain and hands it to the {@link Checker}.
+ * <p>
+ * {@code FaultDriver --size=ci|full|control [--seed=N] [--events=N] [--kills=N] ...}
+ * prints the seed, the plan, the faults as they happen and one summary line, and exits
+ * with 0 when the checker found nothing, 1 otherwise.
+ */
+public final class FaultDriver {
+
+	private final RunOptions options;
+
+	private final Path directory;
+
+	private PostgresServer postgres;
+
+	private RedisProcess redis;
+
+	private KafkaBroker broker;
+
+	private Workload workload;
+
+	private final long started = System.nanoTime();
+
+	private long kills;
+
+	private long midRelayKills;
+
+	private long redisRestarts;
+
+	private long dbKills;
+
+	private long backendsTerminated;
+
+	private long dbOutages;
+
+	private long brokerRestarts;
+
+	private long pauses;
+
+	private long replayed;
+
+	FaultDriver(RunOptions options) {
+		this.options = options;
+		this.directory = options.workDirectory()
+			.resolve((options.control() ? "control-" : "run-") + Long.toUnsignedString(options.seed()));
+	}
+
+	public static void main(String[] args) throws Exception {
+		RunOptions options = RunOptions.parse(args);
+		Checker.Verdict verdict = new FaultDriver(options).run();
+		System.exit(verdict.passed() ? 0 : 1);
+	}
+
+	Checker.Verdict run() throws Exception {
+		log("seed=" + this.options.seed() + " " + this.options);
+		FaultPlan plan = new FaultPlan(this.options);
+		plan.faults().forEach((fault) -> log("plan " + fault));
+		deleteRecursively(this.directory);
+		Files.createDirectories(this.directory);
+		Thread cleanup = new Thread(this::stopEverything);
+		Runtime.getRuntime().addShutdownHook(cleanup);
+		try {
+			this.postgres = new PostgresServer(this.directory.resolve("postgres"));
+			this.postgres.start();
+			this.redis = new RedisProcess();
+			this.redis.start();
+			this.broker = new KafkaBroker(this.directory.resolve("kafka"));
+			this.broker.start();
+			this.broker.createTopics(Map.of(TransferListeners.TOPIC, FaultPlan.PARTITIONS, Ledger.EVENTS_TOPIC,
+					FaultPlan.PARTITIONS, Checker.DEAD_LETTER_TOPIC, FaultPlan.PARTITIONS));
+			log("servers up: postgres " + this.postgres.jdbcUrl() + ", redis " + this.redis.url() + ", kafka "
+					+ this.broker.bootstrapServers());
+			try (TransferProducer producer = new TransferProducer(this.options, this.broker.bootstrapServers())) {
+				createSchema(producer.transfers());
+				this.workload = new Workload(this.options, this.postgres.jdbcUrl(), this.broker.bootstrapServers(),
+						this.redis.url(), this.directory);
+				this.workload.startAll();
+				observeRelayOwners();
+				long windowStart = System.nanoTime();
+				Thread sender = new Thread(() -> {
+					try {
+						producer.sendAll(this.options.window().multipliedBy(8).dividedBy(10));
+					}
+					catch (InterruptedException ex) {
+						Thread.currentThread().interrupt();
+					}
+				}, "transfer-producer");
+				sender.start();
+				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
+				for (FaultPlan.Fault fault : plan.faults()) {
+					long wait = windowStart + fault.at().toNanos() - System.nanoTime();
+					if (wait > 0) {
+						TimeUnit.NANOSECONDS.sleep(wait);
+					}
+					inject(fault, producer, restarts);
+				}
+				sender.join();
+				log("sent " + producer.transfers().size() + " transfers and " + producer.duplicatesInjected()
+						+ " duplicates");
+				restarts.shutdown();
+				restarts.awaitTermination(1, TimeUnit.MINUTES);
+				this.workload.restoreAll();
+				drain();
+				log(String.format(
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d broker_restarts=%d pauses=%d replayed=%d",
+						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
+						this.dbOutages, this.brokerRestarts, this.pauses, this.replayed));
+				this.workload.stopAll();
+				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
+					.check(producer.duplicatesInjected(), this.kills, this.redisRestarts, this.dbKills);
+				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
+				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
+				System.out.println(verdict.summary());
+				return verdict;
+			}
+		}
+		finally {
+			stopEverything();
+			Runtime.getRuntime().removeShutdownHook(cleanup);
+		}
+	}
+
+	private void inject(FaultPlan.Fault fault, TransferProducer producer, ScheduledExecutorService restarts)
+			throws Exception {
+		switch (fault.kind()) {
+			case KILL, KILL_MID_RELAY -> kill(fault, restarts);
+			case REDIS_RESTART -> {
+				log("redis stop for " + fault.duration().toMillis() + " ms");
+				this.redis.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.redis.start();
+				this.redisRestarts++;
+				log("redis started");
+			}
+			case DB_KILL -> {
+				int terminated = terminateBackends();
+				this.dbKills++;
+				this.backendsTerminated += terminated;
+				log("pg_terminate_backend: " + terminated + " connections of the workload");
+			}
+			case DB_OUTAGE -> {
+				log("postgres stop for " + fault.duration().toMillis() + " ms");
+				this.postgres.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.postgres.start();
+				this.dbOutages++;
+				log("postgres started");
+			}
+			case BROKER_RESTART -> {
+				log("kafka stop for " + fault.duration().toMillis() + " ms");
+				this.broker.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.broker.start();
+				this.brokerRestarts++;
+				log("kafka started");
+			}
+			case PAUSE -> {
+				JavaProcess process = running(fault.target());
+				if (process != null) {
+					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms");
+					process.pause();
+					Thread.sleep(fault.duration().toMillis());
+					process.resume();
+					this.pauses++;
+					log("SIGCONT " + process);
+				}
+			}
+			case REPLAY -> {
+				int count = producer.replay(fault.target(), fault.fraction(),
+						Math.max(50, this.options.events() / 100));
+				this.replayed += count;
+				log("replayed " + count + " records of partition " + fault.target() + " from "
+						+ Math.round(fault.fraction() * 100) + "% of it");
+			}
+		}
+	}
+
+	private void kill(FaultPlan.Fault fault, ScheduledExecutorService restarts) throws Exception {
+		JavaProcess process = null;
+		List<String> owners = List.of();
+		if (fault.kind() == FaultPlan.Kind.KILL_MID_RELAY) {
+			// wait for a relay with a batch in flight, and kill the process it runs in
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (process == null && System.nanoTime() < deadline) {
+				Map<String, List<String>> leased = leasesByWorker();
+				for (JavaProcess candidate : this.workload.processes()) {
+					if (leased.containsKey(candidate.name()) && candidate.isAlive() && !candidate.isPaused()) {
+						process = candidate;
+						owners = leased.get(candidate.name());
+						break;
+					}
+				}
+			}
+		}
+		if (process == null) {
+			process = running(fault.target());
+		}
+		if (process == null) {
+			log("no running workload process to kill");
+			return;
+		}
+		process.kill();
+		this.kills++;
+		JavaProcess killed = process;
+		restarts.schedule(() -> {
+			killed.start();
+			log("started " + killed);
+		}, fault.duration().toMillis(), TimeUnit.MILLISECONDS);
+		if (owners.isEmpty()) {
+			log("SIGKILL " + process + ", restart in " + fault.duration().toMillis() + " ms");
+			return;
+		}
+		// a batch whose relay died stays leased until the lease expires
+		long left = leasedRows(owners);
+		if (left > 0) {
+			this.midRelayKills++;
+		}
+		log("SIGKILL " + process + " with " + left + " outbox events leased to its relay, restart in "
+				+ fault.duration().toMillis() + " ms");
+	}
+
+	// the target if it runs, else the next one that does
+	private JavaProcess running(int target) {
+		List<JavaProcess> processes = this.workload.processes();
+		for (int i = 0; i < processes.size(); i++) {
+			JavaProcess process = processes.get((target + i) % processes.size());
+			if (process.isAlive() && !process.isPaused()) {
+				return process;
+			}
+		}
+		return null;
+	}
+
+	private Map<String, List<String>> leasesByWorker() throws SQLException {
+		try (Connection connection = connect();
+				ResultSet owners = connection.createStatement().executeQuery("""
+						SELECT DISTINCT r.worker, r.lease_owner FROM outbox o
+						JOIN relay_owners r ON r.lease_owner = o.lease_owner
+						WHERE o.lease_until > now()""")) {
+			Map<String, List<String>> result = new java.util.HashMap<>();
+			while (owners.next()) {
+				result.computeIfAbsent(owners.getString(1), (worker) -> new ArrayList<>()).add(owners.getString(2));
+			}
+			return result;
+		}
+	}
+
+	private long leasedRows(List<String> owners) throws SQLException {
+		try (Connection connection = connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT count(*) FROM outbox WHERE lease_owner = ANY(?)")) {
+			statement.setArray(1, connection.createArrayOf("varchar", owners.toArray()));
+			try (ResultSet count = statement.executeQuery()) {
+				count.next();
+				return count.getLong(1);
+			}
+		}
+	}
+
+	/**
+	 * Record which process each relay runs in, from the database's side: the relay names
+	 * itself only by a random lease owner, and each process's connections carry its name.
+	 */
+	private void observeRelayOwners() throws Exception {
+		long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+			while (true) {
+				try (ResultSet table = statement.executeQuery("SELECT to_regclass('outbox') IS NOT NULL")) {
+					table.next();
+					if (table.getBoolean(1)) {
+						break;
+					}
+				}
+				if (System.nanoTime() > deadline) {
+					throw new IllegalStateException("The workload did not create the outbox table in 2 minutes");
+				}
+				Thread.sleep(200);
+			}
+			statement.execute("CREATE TABLE relay_owners (lease_owner VARCHAR(64) PRIMARY KEY, worker TEXT NOT NULL)");
+			statement.execute("""
+					CREATE FUNCTION record_relay_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN
+					    INSERT INTO relay_owners
+					    SELECT DISTINCT lease_owner, current_setting('application_name') FROM claimed
+					    WHERE lease_owner IS NOT NULL
+					    ON CONFLICT DO NOTHING;
+					    RETURN NULL;
+					END $$""");
+			statement.execute("""
+					CREATE TRIGGER record_relay_owner AFTER UPDATE ON outbox
+					REFERENCING NEW TABLE AS claimed FOR EACH STATEMENT EXECUTE FUNCTION record_relay_owner()""");
+		}
+	}
+
+	private int terminateBackends() throws SQLException {
+		try (Connection connection = connect();
+				ResultSet terminated = connection.createStatement().executeQuery("""
+						SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+						WHERE application_name LIKE 'worker-%' AND pid <> pg_backend_pid()""")) {
+			terminated.next();
+			return terminated.getInt(1);
+		}
+	}
+
+	private void drain() throws Exception {
+		long deadline = System.nanoTime() + this.options.drainTimeout().toNanos();
+		int quiet = 0;
+		try (Admin admin = this.broker.admin()) {
+			long lastLog = 0;
+			while (System.nanoTime() < deadline) {
+				long lag = lag(admin);
+				long outbox = outboxRows();
+				if (System.nanoTime() - lastLog > 10_000_000_000L) {
+					log("draining: lag=" + lag + " outbox=" + outbox);
+					lastLog = System.nanoTime();
+				}
+				quiet = (lag == 0 && outbox == 0) ? quiet + 1 : 0;
+				if (quiet == 2) {
+					log("drained: lag=0 outbox=0");
+					return;
+				}
+				Thread.sleep(1000);
+			}
+		}
+		log("not drained after " + this.options.drainTimeout());
+	}
+
+	private long lag(Admin admin) throws Exception {
+		Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(TransferListeners.GROUP)
+			.partitionsToOffsetAndMetadata()
+			.get(30, TimeUnit.SECONDS);
+		Map<TopicPartition, OffsetSpec> latest = new java.util.HashMap<>();
+		for (int partition = 0; partition < FaultPlan.PARTITIONS; partition++) {
+			latest.put(new TopicPartition(TransferListeners.TOPIC, partition), OffsetSpec.latest());
+		}
+		Map<TopicPartition, ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
+		long lag = 0;
+		for (Map.Entry<TopicPartition, ListOffsetsResultInfo> end : ends.entrySet()) {
+			OffsetAndMetadata offset = committed.get(end.getKey());
+			lag += end.getValue().offset() - ((offset != null) ? offset.offset() : 0);
+		}
+		return lag;
+	}
+
+	private long outboxRows() {
+		try (Connection connection = connect();
+				ResultSet rows = connection.createStatement().executeQuery("SELECT count(*) FROM outbox")) {
+			rows.next();
+			return rows.getLong(1);
+		}
+		catch (SQLException ex) {
+			// the starter creates the table when a workload process starts
+			return -1;
+		}
+	}
+
+	private void createSchema(List<Transfer> transfers) throws SQLException {
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+			statement.execute("""
+					CREATE TABLE accounts (id INT PRIMARY KEY, initial_balance BIGINT NOT NULL,
+					    balance BIGINT NOT NULL, events BIGINT NOT NULL DEFAULT 0)""");
+			statement.execute("""
+					CREATE TABLE transfers_sent (id BIGINT PRIMARY KEY, from_account INT NOT NULL,
+					    to_account INT NOT NULL, amount BIGINT NOT NULL)""");
+			// one row per application of a transfer: no unique key, so that twice shows
+			statement.execute("""
+					CREATE TABLE transfer_effects (transfer_id BIGINT NOT NULL, event_id UUID NOT NULL,
+					    account INT NOT NULL, seq BIGINT NOT NULL, worker TEXT NOT NULL,
+					    applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())""");
+			statement.execute("""
+					INSERT INTO accounts (id, initial_balance, balance)
+					SELECT id, 1000000, 1000000 FROM generate_series(0, %d) id""".formatted(this.options.accounts() - 1));
+			connection.setAutoCommit(false);
+			try (PreparedStatement insert = connection.prepareStatement(
+					"INSERT INTO transfers_sent (id, from_account, to_account, amount) VALUES (?, ?, ?, ?)")) {
+				int batch = 0;
+				for (Transfer transfer : transfers) {
+					insert.setLong(1, transfer.id());
+					insert.setInt(2, transfer.from());
+					insert.setInt(3, transfer.to());
+					insert.setLong(4, transfer.amount());
+					insert.addBatch();
+					if (++batch % 5000 == 0) {
+						insert.executeBatch();
+					}
+				}
+				insert.executeBatch();
+			}
+			connection.commit();
+		}
+	}
+
+	private Connection connect() throws SQLException {
+		return DriverManager.getConnection(this.postgres.jdbcUrl() + "?reWriteBatchedInserts=true", "postgres",
+				"postgres");
+	}
+
+	private synchronized void stopEverything() {
+		if (this.workload != null) {
+			this.workload.processes().forEach(JavaProcess::kill);
+		}
+		try {
+			if (this.broker != null) {
+				this.broker.stop();
+			}
+			if (this.redis != null) {
+				this.redis.stop();
+			}
+			if (this.postgres != null) {
+				this.postgres.stop();
+			}
+		}
+		catch (IOException | RuntimeException ex) {
+			log("could not stop a server: " + ex);
+		}
+	}
+
+	private void log(String message) {
+		System.out.printf("[%7.1fs] %s%n", (System.nanoTime() - this.started) / 1e9, message);
+		System.out.flush();
+	}
+
+	private static void deleteRecursively(Path path) throws IOException {
+		if (!Files.exists(path)) {
+			return;
+		}
+		try (var paths = Files.walk(path)) {
+			for (Path each : paths.sorted(Comparator.reverseOrder()).collect(Collectors.toList())) {
+				Files.delete(each);
+			}
+		}
+	}
+
+}
