@@ -68,6 +68,8 @@ public final class FaultDriver {
 
 	private long replayed;
 
+	private long exits;
+
 	FaultDriver(RunOptions options) {
 		this.options = options;
 		this.directory = options.workDirectory()
@@ -116,6 +118,10 @@ public final class FaultDriver {
 				}, "transfer-producer");
 				sender.start();
 				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
+				// as an orchestrator would: a process that exits by itself (one that starts
+				// while PostgreSQL is down fails its start-up) is started again
+				ScheduledExecutorService supervisor = new ScheduledThreadPoolExecutor(1);
+				supervisor.scheduleWithFixedDelay(this::restartExited, 2, 2, TimeUnit.SECONDS);
 				for (FaultPlan.Fault fault : plan.faults()) {
 					long wait = windowStart + fault.at().toNanos() - System.nanoTime();
 					if (wait > 0) {
@@ -130,10 +136,12 @@ public final class FaultDriver {
 				restarts.awaitTermination(1, TimeUnit.MINUTES);
 				this.workload.restoreAll();
 				drain();
+				supervisor.shutdownNow();
+				supervisor.awaitTermination(1, TimeUnit.MINUTES);
 				log(String.format(
-						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d broker_restarts=%d pauses=%d replayed=%d",
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d broker_restarts=%d pauses=%d replayed=%d exited_by_themselves=%d",
 						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
-						this.dbOutages, this.brokerRestarts, this.pauses, this.replayed));
+						this.dbOutages, this.brokerRestarts, this.pauses, this.replayed, this.exits));
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(producer.duplicatesInjected(), this.kills, this.redisRestarts, this.dbKills);
@@ -246,6 +254,18 @@ public final class FaultDriver {
 		}
 		log("SIGKILL " + process + " with " + left + " outbox events leased to its relay, restart in "
 				+ fault.duration().toMillis() + " ms");
+	}
+
+	private void restartExited() {
+		for (JavaProcess process : this.workload.processes()) {
+			if (process.hasExited()) {
+				synchronized (this) {
+					this.exits++;
+				}
+				log(process + " exited by itself; starting it again");
+				process.start();
+			}
+		}
 	}
 
 	// the target if it runs, else the next one that does

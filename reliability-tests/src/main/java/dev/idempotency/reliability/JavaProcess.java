@@ -24,6 +24,8 @@ final class JavaProcess {
 
 	private boolean paused;
 
+	private boolean wanted;
+
 	JavaProcess(String name, List<String> jvmOptions, String mainClass, List<String> arguments, Path log) {
 		this.name = name;
 		this.log = log;
@@ -47,7 +49,12 @@ final class JavaProcess {
 		return this.name;
 	}
 
+	/** Start the process, unless it runs. */
 	synchronized void start() {
+		this.wanted = true;
+		if (isAlive()) {
+			return;
+		}
 		ProcessBuilder builder = new ProcessBuilder(this.command).redirectErrorStream(true)
 			.redirectOutput(ProcessBuilder.Redirect.appendTo(this.log.toFile()))
 			.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
@@ -73,6 +80,11 @@ final class JavaProcess {
 		return this.process != null && this.process.isAlive();
 	}
 
+	/** Whether the process should run but has exited by itself. */
+	synchronized boolean hasExited() {
+		return this.wanted && !isAlive();
+	}
+
 	synchronized boolean isPaused() {
 		return this.paused;
 	}
@@ -83,6 +95,7 @@ final class JavaProcess {
 
 	/** SIGKILL, and wait until the process is gone. */
 	synchronized void kill() {
+		this.wanted = false;
 		if (this.process == null) {
 			return;
 		}
@@ -93,6 +106,7 @@ final class JavaProcess {
 
 	/** SIGTERM (a graceful stop), then SIGKILL if it takes longer than the timeout. */
 	synchronized void stop(int timeoutSeconds) {
+		this.wanted = false;
 		if (this.process == null || !this.process.isAlive()) {
 			return;
 		}
