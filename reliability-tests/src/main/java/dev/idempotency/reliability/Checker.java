@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.function.Consumer;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -159,7 +160,7 @@ final class Checker {
 		}
 	}
 
-	private long readTopic(String topic, java.util.function.Consumer<ConsumerRecord<String, String>> action) {
+	private long readTopic(String topic, Consumer<ConsumerRecord<String, String>> action) {
 		Properties properties = new Properties();
 		properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, this.bootstrapServers);
 		properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);

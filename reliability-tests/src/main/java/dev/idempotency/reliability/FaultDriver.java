@@ -3,21 +3,15 @@ package dev.idempotency.reliability;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
@@ -47,6 +41,8 @@ public final class FaultDriver {
 	private KafkaBroker broker;
 
 	private Workload workload;
+
+	private LedgerDatabase database;
 
 	private final long started = System.nanoTime();
 
@@ -93,6 +89,7 @@ public final class FaultDriver {
 		try {
 			this.postgres = new PostgresServer(this.directory.resolve("postgres"));
 			this.postgres.start();
+			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
 			this.redis = new RedisProcess();
 			this.redis.start();
 			this.broker = new KafkaBroker(this.directory.resolve("kafka"));
@@ -102,11 +99,11 @@ public final class FaultDriver {
 			log("servers up: postgres " + this.postgres.jdbcUrl() + ", redis " + this.redis.url() + ", kafka "
 					+ this.broker.bootstrapServers());
 			try (TransferProducer producer = new TransferProducer(this.options, this.broker.bootstrapServers())) {
-				createSchema(producer.transfers());
+				this.database.createSchema(producer.transfers(), this.options.accounts());
 				this.workload = new Workload(this.options, this.postgres.jdbcUrl(), this.broker.bootstrapServers(),
 						this.redis.url(), this.directory);
 				this.workload.startAll();
-				observeRelayOwners();
+				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
 				Thread sender = new Thread(() -> {
 					try {
@@ -170,7 +167,7 @@ public final class FaultDriver {
 				log("redis started");
 			}
 			case DB_KILL -> {
-				int terminated = terminateBackends();
+				int terminated = this.database.terminateBackends();
 				this.dbKills++;
 				this.backendsTerminated += terminated;
 				log("pg_terminate_backend: " + terminated + " connections of the workload");
@@ -219,7 +216,7 @@ public final class FaultDriver {
 			// wait for a relay with a batch in flight, and kill the process it runs in
 			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
 			while (process == null && System.nanoTime() < deadline) {
-				Map<String, List<String>> leased = leasesByWorker();
+				Map<String, List<String>> leased = this.database.leasesByWorker();
 				for (JavaProcess candidate : this.workload.processes()) {
 					if (leased.containsKey(candidate.name()) && candidate.isAlive() && !candidate.isPaused()) {
 						process = candidate;
@@ -248,7 +245,7 @@ public final class FaultDriver {
 			return;
 		}
 		// a batch whose relay died stays leased until the lease expires
-		long left = leasedRows(owners);
+		long left = this.database.leasedRows(owners);
 		if (left > 0) {
 			this.midRelayKills++;
 		}
@@ -280,77 +277,6 @@ public final class FaultDriver {
 		return null;
 	}
 
-	private Map<String, List<String>> leasesByWorker() throws SQLException {
-		try (Connection connection = connect();
-				ResultSet owners = connection.createStatement().executeQuery("""
-						SELECT DISTINCT r.worker, r.lease_owner FROM outbox o
-						JOIN relay_owners r ON r.lease_owner = o.lease_owner
-						WHERE o.lease_until > now()""")) {
-			Map<String, List<String>> result = new java.util.HashMap<>();
-			while (owners.next()) {
-				result.computeIfAbsent(owners.getString(1), (worker) -> new ArrayList<>()).add(owners.getString(2));
-			}
-			return result;
-		}
-	}
-
-	private long leasedRows(List<String> owners) throws SQLException {
-		try (Connection connection = connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT count(*) FROM outbox WHERE lease_owner = ANY(?)")) {
-			statement.setArray(1, connection.createArrayOf("varchar", owners.toArray()));
-			try (ResultSet count = statement.executeQuery()) {
-				count.next();
-				return count.getLong(1);
-			}
-		}
-	}
-
-	/**
-	 * Record which process each relay runs in, from the database's side: the relay names
-	 * itself only by a random lease owner, and each process's connections carry its name.
-	 */
-	private void observeRelayOwners() throws Exception {
-		long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
-			while (true) {
-				try (ResultSet table = statement.executeQuery("SELECT to_regclass('outbox') IS NOT NULL")) {
-					table.next();
-					if (table.getBoolean(1)) {
-						break;
-					}
-				}
-				if (System.nanoTime() > deadline) {
-					throw new IllegalStateException("The workload did not create the outbox table in 2 minutes");
-				}
-				Thread.sleep(200);
-			}
-			statement.execute("CREATE TABLE relay_owners (lease_owner VARCHAR(64) PRIMARY KEY, worker TEXT NOT NULL)");
-			statement.execute("""
-					CREATE FUNCTION record_relay_owner() RETURNS trigger LANGUAGE plpgsql AS $$
-					BEGIN
-					    INSERT INTO relay_owners
-					    SELECT DISTINCT lease_owner, current_setting('application_name') FROM claimed
-					    WHERE lease_owner IS NOT NULL
-					    ON CONFLICT DO NOTHING;
-					    RETURN NULL;
-					END $$""");
-			statement.execute("""
-					CREATE TRIGGER record_relay_owner AFTER UPDATE ON outbox
-					REFERENCING NEW TABLE AS claimed FOR EACH STATEMENT EXECUTE FUNCTION record_relay_owner()""");
-		}
-	}
-
-	private int terminateBackends() throws SQLException {
-		try (Connection connection = connect();
-				ResultSet terminated = connection.createStatement().executeQuery("""
-						SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
-						WHERE application_name LIKE 'worker-%' AND pid <> pg_backend_pid()""")) {
-			terminated.next();
-			return terminated.getInt(1);
-		}
-	}
-
 	private void drain() throws Exception {
 		long deadline = System.nanoTime() + this.options.drainTimeout().toNanos();
 		int quiet = 0;
@@ -358,7 +284,7 @@ public final class FaultDriver {
 			long lastLog = 0;
 			while (System.nanoTime() < deadline) {
 				long lag = lag(admin);
-				long outbox = outboxRows();
+				long outbox = this.database.outboxRows();
 				if (System.nanoTime() - lastLog > 10_000_000_000L) {
 					log("draining: lag=" + lag + " outbox=" + outbox);
 					lastLog = System.nanoTime();
@@ -378,7 +304,7 @@ public final class FaultDriver {
 		Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(TransferListeners.GROUP)
 			.partitionsToOffsetAndMetadata()
 			.get(30, TimeUnit.SECONDS);
-		Map<TopicPartition, OffsetSpec> latest = new java.util.HashMap<>();
+		Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
 		for (int partition = 0; partition < FaultPlan.PARTITIONS; partition++) {
 			latest.put(new TopicPartition(TransferListeners.TOPIC, partition), OffsetSpec.latest());
 		}
@@ -389,59 +315,6 @@ public final class FaultDriver {
 			lag += end.getValue().offset() - ((offset != null) ? offset.offset() : 0);
 		}
 		return lag;
-	}
-
-	private long outboxRows() {
-		try (Connection connection = connect();
-				ResultSet rows = connection.createStatement().executeQuery("SELECT count(*) FROM outbox")) {
-			rows.next();
-			return rows.getLong(1);
-		}
-		catch (SQLException ex) {
-			// the starter creates the table when a workload process starts
-			return -1;
-		}
-	}
-
-	private void createSchema(List<Transfer> transfers) throws SQLException {
-		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
-			statement.execute("""
-					CREATE TABLE accounts (id INT PRIMARY KEY, initial_balance BIGINT NOT NULL,
-					    balance BIGINT NOT NULL, events BIGINT NOT NULL DEFAULT 0)""");
-			statement.execute("""
-					CREATE TABLE transfers_sent (id BIGINT PRIMARY KEY, from_account INT NOT NULL,
-					    to_account INT NOT NULL, amount BIGINT NOT NULL)""");
-			// one row per application of a transfer: no unique key, so that twice shows
-			statement.execute("""
-					CREATE TABLE transfer_effects (transfer_id BIGINT NOT NULL, event_id UUID NOT NULL,
-					    account INT NOT NULL, seq BIGINT NOT NULL, worker TEXT NOT NULL,
-					    applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())""");
-			statement.execute("""
-					INSERT INTO accounts (id, initial_balance, balance)
-					SELECT id, 1000000, 1000000 FROM generate_series(0, %d) id""".formatted(this.options.accounts() - 1));
-			connection.setAutoCommit(false);
-			try (PreparedStatement insert = connection.prepareStatement(
-					"INSERT INTO transfers_sent (id, from_account, to_account, amount) VALUES (?, ?, ?, ?)")) {
-				int batch = 0;
-				for (Transfer transfer : transfers) {
-					insert.setLong(1, transfer.id());
-					insert.setInt(2, transfer.from());
-					insert.setInt(3, transfer.to());
-					insert.setLong(4, transfer.amount());
-					insert.addBatch();
-					if (++batch % 5000 == 0) {
-						insert.executeBatch();
-					}
-				}
-				insert.executeBatch();
-			}
-			connection.commit();
-		}
-	}
-
-	private Connection connect() throws SQLException {
-		return DriverManager.getConnection(this.postgres.jdbcUrl() + "?reWriteBatchedInserts=true", "postgres",
-				"postgres");
 	}
 
 	private synchronized void stopEverything() {
@@ -474,7 +347,7 @@ public final class FaultDriver {
 			return;
 		}
 		try (var paths = Files.walk(path)) {
-			for (Path each : paths.sorted(Comparator.reverseOrder()).collect(Collectors.toList())) {
+			for (Path each : paths.sorted(Comparator.reverseOrder()).toList()) {
 				Files.delete(each);
 			}
 		}

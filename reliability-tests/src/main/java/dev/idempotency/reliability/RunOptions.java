@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The size of a run: how many transfers, how many of each fault, over how long.
@@ -88,7 +89,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
 				this.workDirectory);
 		remaining.keySet()
-			.removeAll(java.util.Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
+			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "broker-restarts", "pauses", "replays", "window",
 					"drain-timeout", "control"));
 		if (!remaining.isEmpty()) {
