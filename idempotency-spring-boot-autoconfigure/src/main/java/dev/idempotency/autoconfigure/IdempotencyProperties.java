@@ -222,6 +222,11 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			requirePositive(sendTimeout, "idempotency.outbox.send-timeout");
 			requirePositive(initialBackoff, "idempotency.outbox.initial-backoff");
 			requirePositive(maxBackoff, "idempotency.outbox.max-backoff");
+			requirePositive(retention, "idempotency.outbox.retention");
+			if (shutdownTimeout.isNegative()) {
+				throw new IllegalArgumentException(
+						"idempotency.outbox.shutdown-timeout must not be negative, was " + shutdownTimeout);
+			}
 			if (lease.compareTo(sendTimeout.multipliedBy(2)) < 0) {
 				throw new IllegalArgumentException("idempotency.outbox.lease (" + lease + ") must be at least twice "
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "

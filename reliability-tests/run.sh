@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the reliability suite's fault driver and prints its summary line. Usage:
+#   reliability-tests/run.sh --size=full [--seed=N] [--events=N] [--kills=N] ...
+#   reliability-tests/run.sh --size=ci --seed=42        (the size the build runs)
+#   reliability-tests/run.sh --size=control             (the negative control: must fail)
+# Exits 0 when the checker found nothing, 1 otherwise. Data and logs of each process:
+# reliability-tests/target/reliability/run-<seed>/ (control-<seed>/ for the control).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./mvnw -q -B -DskipTests -pl reliability-tests -am package dependency:build-classpath \
+  -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
+cd reliability-tests
+exec java -Xmx1g -Dot.epg.working-dir=target/embedded-postgres \
+  -cp "target/classes:$(cat target/classpath.txt)" dev.idempotency.reliability.FaultDriver \
+  --work-dir=target/reliability "$@"

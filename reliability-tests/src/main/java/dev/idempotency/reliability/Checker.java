@@ -1,0 +1,193 @@
+package dev.idempotency.reliability;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.function.Consumer;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * Counts every effect after the run has drained, from the database and the topics:
+ * every transfer applied exactly once, balances that add up, every outbox event on the
+ * output topic, in order per account for first occurrences, and nothing left pending,
+ * dead or dead-lettered.
+ */
+final class Checker {
+
+	static final String DEAD_LETTER_TOPIC = TransferListeners.TOPIC + ".DLT";
+
+	private final String jdbcUrl;
+
+	private final String bootstrapServers;
+
+	Checker(String jdbcUrl, String bootstrapServers) {
+		this.jdbcUrl = jdbcUrl;
+		this.bootstrapServers = bootstrapServers;
+	}
+
+	/**
+	 * The counts of a run and what they break.
+	 */
+	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
+			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations,
+			List<String> violations) {
+
+		boolean passed() {
+			return this.violations.isEmpty();
+		}
+
+		String summary() {
+			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
+					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " applied_once="
+					+ this.appliedOnce + " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost="
+					+ this.outboxLost + " order_violations=" + this.orderViolations;
+		}
+
+	}
+
+	Verdict check(long duplicatesInjected, long kills, long redisRestarts, long dbKills) throws SQLException {
+		List<String> violations = new ArrayList<>();
+		long events;
+		long once;
+		long twice;
+		long lost;
+		Map<String, String> effects = new HashMap<>();
+		try (Connection connection = DriverManager.getConnection(this.jdbcUrl, "postgres", "postgres");
+				Statement statement = connection.createStatement()) {
+			try (ResultSet counts = statement.executeQuery("""
+					SELECT count(*), count(*) FILTER (WHERE applied = 1), count(*) FILTER (WHERE applied > 1),
+					       count(*) FILTER (WHERE applied = 0)
+					FROM (SELECT t.id, count(e.transfer_id) AS applied
+					      FROM transfers_sent t LEFT JOIN transfer_effects e ON e.transfer_id = t.id
+					      GROUP BY t.id) applied""")) {
+				counts.next();
+				events = counts.getLong(1);
+				once = counts.getLong(2);
+				twice = counts.getLong(3);
+				lost = counts.getLong(4);
+			}
+			violations.addAll(balances(statement));
+			long pending = single(statement, "SELECT count(*) FROM outbox WHERE status = 'PENDING'");
+			long dead = single(statement, "SELECT count(*) FROM outbox WHERE status = 'DEAD'");
+			if (pending > 0 || dead > 0) {
+				violations.add("outbox not empty: " + pending + " pending, " + dead + " dead");
+			}
+			try (ResultSet rows = statement.executeQuery("SELECT event_id, account FROM transfer_effects")) {
+				while (rows.next()) {
+					effects.put(rows.getString(1), rows.getString(2));
+				}
+			}
+		}
+		if (twice > 0) {
+			violations.add(twice + " transfers applied more than once");
+		}
+		if (lost > 0) {
+			violations.add(lost + " transfers never applied");
+		}
+		long deadLettered = readTopic(DEAD_LETTER_TOPIC, (record) -> {
+		});
+		if (deadLettered > 0) {
+			violations.add(deadLettered + " transfers dead-lettered");
+		}
+		Set<String> published = new HashSet<>();
+		Map<String, Long> lastSequence = new HashMap<>();
+		long[] orderViolations = { 0 };
+		readTopic(Ledger.EVENTS_TOPIC, (record) -> {
+			Header header = record.headers().lastHeader(TransferProducer.KEY_HEADER);
+			String eventId = (header != null) ? new String(header.value(), StandardCharsets.UTF_8) : null;
+			if (eventId == null || !published.add(eventId)) {
+				return;
+			}
+			String[] fields = record.value().split(",");
+			long sequence = Long.parseLong(fields[2]);
+			Long previous = lastSequence.put(record.key(), sequence);
+			if (previous != null && previous >= sequence) {
+				orderViolations[0]++;
+				lastSequence.put(record.key(), previous);
+			}
+		});
+		long outboxLost = effects.keySet().stream().filter((eventId) -> !published.contains(eventId)).count();
+		if (outboxLost > 0) {
+			violations.add(outboxLost + " outbox events not on " + Ledger.EVENTS_TOPIC);
+		}
+		if (orderViolations[0] > 0) {
+			violations.add(orderViolations[0] + " events published before an older event of their account");
+		}
+		return new Verdict(events, duplicatesInjected, kills, redisRestarts, dbKills, once, twice, lost, outboxLost,
+				orderViolations[0], List.copyOf(violations));
+	}
+
+	private static List<String> balances(Statement statement) throws SQLException {
+		List<String> violations = new ArrayList<>();
+		long total = single(statement, "SELECT sum(balance) FROM accounts");
+		long initial = single(statement, "SELECT sum(initial_balance) FROM accounts");
+		if (total != initial) {
+			violations.add("balances sum to " + total + ", not the initial " + initial);
+		}
+		long wrong = single(statement, """
+				SELECT count(*) FROM accounts a
+				WHERE a.balance <> a.initial_balance
+				    + coalesce((SELECT sum(amount) FROM transfers_sent WHERE to_account = a.id), 0)
+				    - coalesce((SELECT sum(amount) FROM transfers_sent WHERE from_account = a.id), 0)""");
+		if (wrong > 0) {
+			violations.add(wrong + " accounts whose balance is not the sum of their transfers");
+		}
+		return violations;
+	}
+
+	private static long single(Statement statement, String sql) throws SQLException {
+		try (ResultSet result = statement.executeQuery(sql)) {
+			result.next();
+			return result.getLong(1);
+		}
+	}
+
+	private long readTopic(String topic, Consumer<ConsumerRecord<String, String>> action) {
+		Properties properties = new Properties();
+		properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, this.bootstrapServers);
+		properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+		properties.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000);
+		long count = 0;
+		try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(properties, new StringDeserializer(),
+				new StringDeserializer())) {
+			List<TopicPartition> partitions = new ArrayList<>();
+			for (PartitionInfo partition : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
+				partitions.add(new TopicPartition(topic, partition.partition()));
+			}
+			Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+			// one partition at a time, in offset order: order is checked per partition
+			for (TopicPartition partition : partitions) {
+				consumer.assign(List.of(partition));
+				consumer.seekToBeginning(List.of(partition));
+				while (consumer.position(partition, Duration.ofSeconds(30)) < end.get(partition)) {
+					for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofSeconds(1))) {
+						if (record.offset() < end.get(partition)) {
+							action.accept(record);
+							count++;
+						}
+					}
+				}
+			}
+		}
+		return count;
+	}
+
+}

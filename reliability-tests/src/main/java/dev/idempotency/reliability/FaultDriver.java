@@ -1,0 +1,356 @@
+package dev.idempotency.reliability;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Runs the workload as separate processes against a Kafka broker process, PostgreSQL and
+ * Redis, injects the faults of a seeded {@link FaultPlan} while the transfers are sent,
+ * waits for the run to drain and hands it to the {@link Checker}.
+ * <p>
+ * {@code FaultDriver --size=ci|full|control [--seed=N] [--events=N] [--kills=N] ...}
+ * prints the seed, the plan, the faults as they happen and one summary line, and exits
+ * with 0 when the checker found nothing, 1 otherwise.
+ */
+public final class FaultDriver {
+
+	private final RunOptions options;
+
+	private final Path directory;
+
+	private PostgresServer postgres;
+
+	private RedisProcess redis;
+
+	private KafkaBroker broker;
+
+	private Workload workload;
+
+	private LedgerDatabase database;
+
+	private final long started = System.nanoTime();
+
+	private long kills;
+
+	private long midRelayKills;
+
+	private long redisRestarts;
+
+	private long dbKills;
+
+	private long backendsTerminated;
+
+	private long dbOutages;
+
+	private long brokerRestarts;
+
+	private long pauses;
+
+	private long replayed;
+
+	private long exits;
+
+	FaultDriver(RunOptions options) {
+		this.options = options;
+		this.directory = options.workDirectory()
+			.resolve((options.control() ? "control-" : "run-") + Long.toUnsignedString(options.seed()));
+	}
+
+	public static void main(String[] args) throws Exception {
+		RunOptions options = RunOptions.parse(args);
+		Checker.Verdict verdict = new FaultDriver(options).run();
+		System.exit(verdict.passed() ? 0 : 1);
+	}
+
+	Checker.Verdict run() throws Exception {
+		log("seed=" + this.options.seed() + " " + this.options);
+		FaultPlan plan = new FaultPlan(this.options);
+		plan.faults().forEach((fault) -> log("plan " + fault));
+		deleteRecursively(this.directory);
+		Files.createDirectories(this.directory);
+		Thread cleanup = new Thread(this::stopEverything);
+		Runtime.getRuntime().addShutdownHook(cleanup);
+		try {
+			this.postgres = new PostgresServer(this.directory.resolve("postgres"));
+			this.postgres.start();
+			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
+			this.redis = new RedisProcess();
+			this.redis.start();
+			this.broker = new KafkaBroker(this.directory.resolve("kafka"));
+			this.broker.start();
+			this.broker.createTopics(Map.of(TransferListeners.TOPIC, FaultPlan.PARTITIONS, Ledger.EVENTS_TOPIC,
+					FaultPlan.PARTITIONS, Checker.DEAD_LETTER_TOPIC, FaultPlan.PARTITIONS));
+			log("servers up: postgres " + this.postgres.jdbcUrl() + ", redis " + this.redis.url() + ", kafka "
+					+ this.broker.bootstrapServers());
+			try (TransferProducer producer = new TransferProducer(this.options, this.broker.bootstrapServers())) {
+				this.database.createSchema(producer.transfers(), this.options.accounts());
+				this.workload = new Workload(this.options, this.postgres.jdbcUrl(), this.broker.bootstrapServers(),
+						this.redis.url(), this.directory);
+				this.workload.startAll();
+				this.database.observeRelayOwners();
+				long windowStart = System.nanoTime();
+				Thread sender = new Thread(() -> {
+					try {
+						producer.sendAll(this.options.window().multipliedBy(8).dividedBy(10));
+					}
+					catch (InterruptedException ex) {
+						Thread.currentThread().interrupt();
+					}
+				}, "transfer-producer");
+				sender.start();
+				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
+				// as an orchestrator would: a process that exits by itself (one that starts
+				// while PostgreSQL is down fails its start-up) is started again
+				ScheduledExecutorService supervisor = new ScheduledThreadPoolExecutor(1);
+				supervisor.scheduleWithFixedDelay(this::restartExited, 2, 2, TimeUnit.SECONDS);
+				for (FaultPlan.Fault fault : plan.faults()) {
+					long wait = windowStart + fault.at().toNanos() - System.nanoTime();
+					if (wait > 0) {
+						TimeUnit.NANOSECONDS.sleep(wait);
+					}
+					inject(fault, producer, restarts);
+				}
+				sender.join();
+				log("sent " + producer.transfers().size() + " transfers and " + producer.duplicatesInjected()
+						+ " duplicates");
+				restarts.shutdown();
+				restarts.awaitTermination(1, TimeUnit.MINUTES);
+				this.workload.restoreAll();
+				drain();
+				supervisor.shutdownNow();
+				supervisor.awaitTermination(1, TimeUnit.MINUTES);
+				log(String.format(
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d broker_restarts=%d pauses=%d replayed=%d exited_by_themselves=%d",
+						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
+						this.dbOutages, this.brokerRestarts, this.pauses, this.replayed, this.exits));
+				this.workload.stopAll();
+				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
+					.check(producer.duplicatesInjected(), this.kills, this.redisRestarts, this.dbKills);
+				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
+				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
+				System.out.println(verdict.summary());
+				return verdict;
+			}
+		}
+		finally {
+			stopEverything();
+			Runtime.getRuntime().removeShutdownHook(cleanup);
+		}
+	}
+
+	private void inject(FaultPlan.Fault fault, TransferProducer producer, ScheduledExecutorService restarts)
+			throws Exception {
+		switch (fault.kind()) {
+			case KILL, KILL_MID_RELAY -> kill(fault, restarts);
+			case REDIS_RESTART -> {
+				log("redis stop for " + fault.duration().toMillis() + " ms");
+				this.redis.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.redis.start();
+				this.redisRestarts++;
+				log("redis started");
+			}
+			case DB_KILL -> {
+				int terminated = this.database.terminateBackends();
+				this.dbKills++;
+				this.backendsTerminated += terminated;
+				log("pg_terminate_backend: " + terminated + " connections of the workload");
+			}
+			case DB_OUTAGE -> {
+				log("postgres stop for " + fault.duration().toMillis() + " ms");
+				this.postgres.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.postgres.start();
+				this.dbOutages++;
+				log("postgres started");
+			}
+			case BROKER_RESTART -> {
+				log("kafka stop for " + fault.duration().toMillis() + " ms");
+				this.broker.stop();
+				Thread.sleep(fault.duration().toMillis());
+				this.broker.start();
+				this.brokerRestarts++;
+				log("kafka started");
+			}
+			case PAUSE -> {
+				JavaProcess process = running(fault.target());
+				if (process != null) {
+					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms");
+					process.pause();
+					Thread.sleep(fault.duration().toMillis());
+					process.resume();
+					this.pauses++;
+					log("SIGCONT " + process);
+				}
+			}
+			case REPLAY -> {
+				int count = producer.replay(fault.target(), fault.fraction(),
+						Math.max(50, this.options.events() / 100));
+				this.replayed += count;
+				log("replayed " + count + " records of partition " + fault.target() + " from "
+						+ Math.round(fault.fraction() * 100) + "% of it");
+			}
+		}
+	}
+
+	private void kill(FaultPlan.Fault fault, ScheduledExecutorService restarts) throws Exception {
+		JavaProcess process = null;
+		List<String> owners = List.of();
+		if (fault.kind() == FaultPlan.Kind.KILL_MID_RELAY) {
+			// wait for a relay with a batch in flight, and kill the process it runs in
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (process == null && System.nanoTime() < deadline) {
+				Map<String, List<String>> leased = this.database.leasesByWorker();
+				for (JavaProcess candidate : this.workload.processes()) {
+					if (leased.containsKey(candidate.name()) && candidate.isAlive() && !candidate.isPaused()) {
+						process = candidate;
+						owners = leased.get(candidate.name());
+						break;
+					}
+				}
+			}
+		}
+		if (process == null) {
+			process = running(fault.target());
+		}
+		if (process == null) {
+			log("no running workload process to kill");
+			return;
+		}
+		process.kill();
+		this.kills++;
+		JavaProcess killed = process;
+		restarts.schedule(() -> {
+			killed.start();
+			log("started " + killed);
+		}, fault.duration().toMillis(), TimeUnit.MILLISECONDS);
+		if (owners.isEmpty()) {
+			log("SIGKILL " + process + ", restart in " + fault.duration().toMillis() + " ms");
+			return;
+		}
+		// a batch whose relay died stays leased until the lease expires
+		long left = this.database.leasedRows(owners);
+		if (left > 0) {
+			this.midRelayKills++;
+		}
+		log("SIGKILL " + process + " with " + left + " outbox events leased to its relay, restart in "
+				+ fault.duration().toMillis() + " ms");
+	}
+
+	private void restartExited() {
+		for (JavaProcess process : this.workload.processes()) {
+			if (process.hasExited()) {
+				synchronized (this) {
+					this.exits++;
+				}
+				log(process + " exited by itself; starting it again");
+				process.start();
+			}
+		}
+	}
+
+	// the target if it runs, else the next one that does
+	private JavaProcess running(int target) {
+		List<JavaProcess> processes = this.workload.processes();
+		for (int i = 0; i < processes.size(); i++) {
+			JavaProcess process = processes.get((target + i) % processes.size());
+			if (process.isAlive() && !process.isPaused()) {
+				return process;
+			}
+		}
+		return null;
+	}
+
+	private void drain() throws Exception {
+		long deadline = System.nanoTime() + this.options.drainTimeout().toNanos();
+		int quiet = 0;
+		try (Admin admin = this.broker.admin()) {
+			long lastLog = 0;
+			while (System.nanoTime() < deadline) {
+				long lag = lag(admin);
+				long outbox = this.database.outboxRows();
+				if (System.nanoTime() - lastLog > 10_000_000_000L) {
+					log("draining: lag=" + lag + " outbox=" + outbox);
+					lastLog = System.nanoTime();
+				}
+				quiet = (lag == 0 && outbox == 0) ? quiet + 1 : 0;
+				if (quiet == 2) {
+					log("drained: lag=0 outbox=0");
+					return;
+				}
+				Thread.sleep(1000);
+			}
+		}
+		log("not drained after " + this.options.drainTimeout());
+	}
+
+	private long lag(Admin admin) throws Exception {
+		Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(TransferListeners.GROUP)
+			.partitionsToOffsetAndMetadata()
+			.get(30, TimeUnit.SECONDS);
+		Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+		for (int partition = 0; partition < FaultPlan.PARTITIONS; partition++) {
+			latest.put(new TopicPartition(TransferListeners.TOPIC, partition), OffsetSpec.latest());
+		}
+		Map<TopicPartition, ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
+		long lag = 0;
+		for (Map.Entry<TopicPartition, ListOffsetsResultInfo> end : ends.entrySet()) {
+			OffsetAndMetadata offset = committed.get(end.getKey());
+			lag += end.getValue().offset() - ((offset != null) ? offset.offset() : 0);
+		}
+		return lag;
+	}
+
+	private synchronized void stopEverything() {
+		if (this.workload != null) {
+			this.workload.processes().forEach(JavaProcess::kill);
+		}
+		try {
+			if (this.broker != null) {
+				this.broker.stop();
+			}
+			if (this.redis != null) {
+				this.redis.stop();
+			}
+			if (this.postgres != null) {
+				this.postgres.stop();
+			}
+		}
+		catch (IOException | RuntimeException ex) {
+			log("could not stop a server: " + ex);
+		}
+	}
+
+	private void log(String message) {
+		System.out.printf("[%7.1fs] %s%n", (System.nanoTime() - this.started) / 1e9, message);
+		System.out.flush();
+	}
+
+	private static void deleteRecursively(Path path) throws IOException {
+		if (!Files.exists(path)) {
+			return;
+		}
+		try (var paths = Files.walk(path)) {
+			for (Path each : paths.sorted(Comparator.reverseOrder()).toList()) {
+				Files.delete(each);
+			}
+		}
+	}
+
+}

@@ -1,0 +1,106 @@
+package dev.idempotency.reliability;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+
+/**
+ * The faults of a run, drawn from the seed: what happens, when (from the start of the
+ * window), to which process and for how long. The same seed gives the same plan.
+ */
+final class FaultPlan {
+
+	enum Kind {
+
+		/** SIGKILL a workload process at a random moment, restart it after {@code duration}. */
+		KILL,
+
+		/** SIGKILL a workload process while a relay batch is leased, restart it after {@code duration}. */
+		KILL_MID_RELAY,
+
+		/** Stop Redis for {@code duration}, then start it again (empty). */
+		REDIS_RESTART,
+
+		/** {@code pg_terminate_backend} every connection of the workload. */
+		DB_KILL,
+
+		/** Stop PostgreSQL for {@code duration}, then start it again on the same port. */
+		DB_OUTAGE,
+
+		/** Stop the Kafka broker for {@code duration}, then start it again. */
+		BROKER_RESTART,
+
+		/** SIGSTOP a workload process for {@code duration}, then SIGCONT. */
+		PAUSE,
+
+		/** Send again the records of partition {@code target} from an old offset. */
+		REPLAY
+
+	}
+
+	/**
+	 * One fault.
+	 * @param at when, from the start of the window
+	 * @param kind what
+	 * @param target the workload process (or partition, for a replay)
+	 * @param duration how long the fault lasts
+	 * @param fraction for a replay, where in the partition it starts (0 = the beginning)
+	 */
+	record Fault(Duration at, Kind kind, int target, Duration duration, double fraction) {
+
+		@Override
+		public String toString() {
+			return String.format("%6.1fs %s target=%d duration=%.1fs", this.at.toMillis() / 1000.0, this.kind,
+					this.target, this.duration.toMillis() / 1000.0);
+		}
+
+	}
+
+	static final int PARTITIONS = 6;
+
+	/** Longer than the consumer's session timeout (6 s) and the relay's lease (10 s). */
+	static final Duration PAUSE = Duration.ofSeconds(14);
+
+	private final List<Fault> faults;
+
+	FaultPlan(RunOptions options) {
+		Random random = new Random(options.seed() ^ 0x5DEECE66DL);
+		List<Fault> faults = new ArrayList<>();
+		long window = options.window().toMillis();
+		// leave the first tenth for the processes to start, the last tenth to settle
+		long from = window / 10;
+		long span = Math.max(1, window * 8 / 10);
+		add(faults, random, options.kills() - options.relayKills(), Kind.KILL, from, span, options.workers(), 500, 3000);
+		add(faults, random, options.relayKills(), Kind.KILL_MID_RELAY, from, span, options.workers(), 500, 3000);
+		add(faults, random, options.redisRestarts(), Kind.REDIS_RESTART, from, span, 1, 1000, 5000);
+		add(faults, random, options.dbKills(), Kind.DB_KILL, from, span, 1, 0, 0);
+		// the error handler gives up after 3 retries of at most ~1.2 s each (connection
+		// timeout 1 s, back-off 200 ms): an outage of 8-12 s outlasts them several times
+		add(faults, random, options.dbOutages(), Kind.DB_OUTAGE, from, span, 1, 8000, 12000);
+		add(faults, random, options.brokerRestarts(), Kind.BROKER_RESTART, from, span, 1, 2000, 6000);
+		add(faults, random, options.pauses(), Kind.PAUSE, from, span, options.workers(), PAUSE.toMillis(),
+				PAUSE.toMillis());
+		for (int i = 0; i < options.replays(); i++) {
+			faults.add(new Fault(Duration.ofMillis(from + (long) (random.nextDouble() * span)), Kind.REPLAY,
+					random.nextInt(PARTITIONS), Duration.ZERO, random.nextDouble() * 0.5));
+		}
+		faults.sort(Comparator.comparing(Fault::at));
+		this.faults = List.copyOf(faults);
+	}
+
+	private static void add(List<Fault> faults, Random random, int count, Kind kind, long from, long span, int targets,
+			long minDuration, long maxDuration) {
+		for (int i = 0; i < count; i++) {
+			long at = from + (long) (random.nextDouble() * span);
+			long duration = minDuration + (long) (random.nextDouble() * (maxDuration - minDuration));
+			faults.add(new Fault(Duration.ofMillis(at), kind, random.nextInt(targets), Duration.ofMillis(duration), 0));
+		}
+	}
+
+	List<Fault> faults() {
+		return this.faults;
+	}
+
+}

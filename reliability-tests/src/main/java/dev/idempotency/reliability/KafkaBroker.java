@@ -1,0 +1,124 @@
+package dev.idempotency.reliability;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.Uuid;
+
+/**
+ * A standalone Kafka broker process in KRaft combined mode (broker and controller), on
+ * ports picked at start, with its log directory kept across restarts.
+ */
+final class KafkaBroker {
+
+	private final Path directory;
+
+	private final int port = Ports.free();
+
+	private final int controllerPort = Ports.free();
+
+	private final JavaProcess process;
+
+	KafkaBroker(Path directory) throws IOException {
+		this.directory = Files.createDirectories(directory);
+		Path properties = directory.resolve("server.properties");
+		Files.writeString(properties, serverProperties());
+		Path logback = directory.resolve("logback.xml");
+		Files.writeString(logback, """
+				<configuration>
+				  <appender name="out" class="ch.qos.logback.core.ConsoleAppender">
+				    <encoder><pattern>%d %-5level %logger{36} - %msg%n</pattern></encoder>
+				  </appender>
+				  <root level="WARN"><appender-ref ref="out"/></root>
+				</configuration>
+				""");
+		List<String> options = List.of("-Xmx512m", "-XX:+UseSerialGC", "-Dlogback.configurationFile=" + logback);
+		Path log = directory.resolve("broker.log");
+		JavaProcess format = new JavaProcess("kafka-storage-format", options, "kafka.tools.StorageTool",
+				List.of("format", "-t", Uuid.randomUuid().toString(), "-c", properties.toString()), log);
+		format.start();
+		if (format.waitFor(120) != 0) {
+			throw new IllegalStateException("Formatting the Kafka log directory failed; see " + log);
+		}
+		this.process = new JavaProcess("kafka", options, "kafka.Kafka", List.of(properties.toString()), log);
+	}
+
+	private String serverProperties() {
+		return String.join("\n", "process.roles=broker,controller", "node.id=1",
+				"controller.quorum.voters=1@127.0.0.1:" + this.controllerPort,
+				"listeners=PLAINTEXT://127.0.0.1:" + this.port + ",CONTROLLER://127.0.0.1:" + this.controllerPort,
+				"advertised.listeners=PLAINTEXT://127.0.0.1:" + this.port, "controller.listener.names=CONTROLLER",
+				"inter.broker.listener.name=PLAINTEXT",
+				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"log.dirs=" + this.directory.resolve("data"), "auto.create.topics.enable=false",
+				"offsets.topic.replication.factor=1", "offsets.topic.num.partitions=3",
+				"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+				"share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1",
+				"group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=3000",
+				"log.segment.bytes=67108864", "");
+	}
+
+	String bootstrapServers() {
+		return "127.0.0.1:" + this.port;
+	}
+
+	void start() {
+		this.process.start();
+		awaitReady();
+	}
+
+	/** A graceful stop (SIGTERM), as an operator's restart would do. */
+	void stop() {
+		this.process.stop(60);
+	}
+
+	void createTopics(Map<String, Integer> partitions) throws Exception {
+		try (Admin admin = admin()) {
+			admin.createTopics(partitions.entrySet()
+				.stream()
+				.map((topic) -> new NewTopic(topic.getKey(), topic.getValue(), (short) 1))
+				.toList()).all().get(60, TimeUnit.SECONDS);
+		}
+	}
+
+	Admin admin() {
+		Properties properties = new Properties();
+		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+		properties.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
+		properties.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+		return Admin.create(properties);
+	}
+
+	private void awaitReady() {
+		long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+		try (Admin admin = admin()) {
+			while (System.nanoTime() < deadline) {
+				if (!this.process.isAlive()) {
+					throw new IllegalStateException("The Kafka broker exited; see " + this.directory.resolve("broker.log"));
+				}
+				try {
+					admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes().get(3, TimeUnit.SECONDS);
+					return;
+				}
+				catch (Exception ex) {
+					Thread.sleep(200);
+				}
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		throw new IllegalStateException("The Kafka broker did not start in 120 s");
+	}
+
+}

@@ -1,0 +1,66 @@
+package dev.idempotency.reliability;
+
+import java.util.UUID;
+
+import dev.idempotency.outbox.Outbox;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Applies a transfer with updates that are not idempotent ({@code balance = balance + ?}),
+ * records the effect, and publishes one event through the outbox with the source
+ * account's next sequence number. Runs in the caller's transaction.
+ */
+final class Ledger {
+
+	static final String EVENTS_TOPIC = "transfer-events";
+
+	private final JdbcTemplate jdbc;
+
+	private final Outbox outbox;
+
+	private final String worker;
+
+	Ledger(JdbcTemplate jdbc, Outbox outbox, String worker) {
+		this.jdbc = jdbc;
+		this.outbox = outbox;
+		this.worker = worker;
+	}
+
+	void apply(Transfer transfer) {
+		// lock the two rows in id order, so that concurrent transfers never deadlock
+		long sequence;
+		if (transfer.from() < transfer.to()) {
+			sequence = debit(transfer);
+			credit(transfer);
+		}
+		else {
+			credit(transfer);
+			sequence = debit(transfer);
+		}
+		UUID eventId = this.outbox.publish(EVENTS_TOPIC, String.valueOf(transfer.from()),
+				transfer.id() + "," + transfer.from() + "," + sequence);
+		this.jdbc.update("""
+				INSERT INTO transfer_effects (transfer_id, event_id, account, seq, worker)
+				VALUES (?, ?, ?, ?, ?)""", transfer.id(), eventId, transfer.from(), sequence, this.worker);
+	}
+
+	private long debit(Transfer transfer) {
+		Long sequence = this.jdbc.queryForObject(
+				"UPDATE accounts SET balance = balance - ?, events = events + 1 WHERE id = ? RETURNING events",
+				Long.class, transfer.amount(), transfer.from());
+		if (sequence == null) {
+			throw new IllegalStateException("No account " + transfer.from());
+		}
+		return sequence;
+	}
+
+	private void credit(Transfer transfer) {
+		int updated = this.jdbc.update("UPDATE accounts SET balance = balance + ? WHERE id = ?", transfer.amount(),
+				transfer.to());
+		if (updated != 1) {
+			throw new IllegalStateException("No account " + transfer.to());
+		}
+	}
+
+}

@@ -1,0 +1,122 @@
+package dev.idempotency.reliability;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The size of a run: how many transfers, how many of each fault, over how long.
+ *
+ * @param seed seeds the transfers, the duplicates and the fault schedule
+ * @param events unique transfers sent
+ * @param duplicateShare share of the transfers the producer sends a second time
+ * @param accounts number of accounts
+ * @param workers workload processes
+ * @param kills SIGKILLs of workload processes (each restarted)
+ * @param relayKills how many of the kills wait for a relay batch in flight
+ * @param redisRestarts Redis stops and restarts
+ * @param dbKills rounds of {@code pg_terminate_backend} of the workload's connections
+ * @param dbOutages PostgreSQL stops longer than the error handler's retries
+ * @param brokerRestarts Kafka broker stops and restarts
+ * @param pauses SIGSTOP/SIGCONT of a workload process past its session timeout and lease
+ * @param replays replays of a partition from an old offset
+ * @param window the time over which the transfers are sent and the faults spread
+ * @param drainTimeout how long to wait for the workload to drain after the window
+ * @param control whether the workload runs the negative control (no {@code @Idempotent})
+ * @param workDirectory where the servers keep their data and the processes their logs
+ */
+record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
+		int redisRestarts, int dbKills, int dbOutages, int brokerRestarts, int pauses, int replays, Duration window,
+		Duration drainTimeout, boolean control, Path workDirectory) {
+
+	/** The size the build runs: a few minutes on two cores. */
+	static RunOptions ci(long seed, Path workDirectory) {
+		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, Duration.ofSeconds(60),
+				Duration.ofMinutes(3), false, workDirectory);
+	}
+
+	/** The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend kills. */
+	static RunOptions full(long seed, Path workDirectory) {
+		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 2, 3, 3, Duration.ofMinutes(15),
+				Duration.ofMinutes(30), false, workDirectory);
+	}
+
+	/** The negative control: one process, no faults, duplicates only. */
+	static RunOptions control(long seed, Path workDirectory) {
+		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
+				Duration.ofMinutes(2), true, workDirectory);
+	}
+
+	/**
+	 * Parse {@code --size=ci|full|control} and overrides such as {@code --events=1000},
+	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true}.
+	 */
+	static RunOptions parse(String[] args) {
+		Map<String, String> values = new HashMap<>();
+		for (String arg : args) {
+			if (!arg.startsWith("--") || !arg.contains("=")) {
+				throw new IllegalArgumentException("Expected --name=value, got " + arg);
+			}
+			values.put(arg.substring(2, arg.indexOf('=')), arg.substring(arg.indexOf('=') + 1));
+		}
+		long seed = values.containsKey("seed") ? Long.parseLong(values.remove("seed")) : System.nanoTime();
+		Path work = Path.of(values.getOrDefault("work-dir", "target/reliability")).toAbsolutePath();
+		values.remove("work-dir");
+		String size = values.getOrDefault("size", "ci");
+		values.remove("size");
+		RunOptions base = switch (size) {
+			case "ci" -> ci(seed, work);
+			case "full" -> full(seed, work);
+			case "control" -> control(seed, work);
+			default -> throw new IllegalArgumentException("Unknown --size " + size + ": ci, full or control");
+		};
+		return base.with(values);
+	}
+
+	private RunOptions with(Map<String, String> values) {
+		Map<String, String> remaining = new HashMap<>(values);
+		RunOptions options = new RunOptions(this.seed, integer(remaining, "events", this.events),
+				Double.parseDouble(remaining.getOrDefault("duplicate-share", Double.toString(this.duplicateShare))),
+				integer(remaining, "accounts", this.accounts), integer(remaining, "workers", this.workers),
+				integer(remaining, "kills", this.kills), integer(remaining, "relay-kills", this.relayKills),
+				integer(remaining, "redis-restarts", this.redisRestarts), integer(remaining, "db-kills", this.dbKills),
+				integer(remaining, "db-outages", this.dbOutages),
+				integer(remaining, "broker-restarts", this.brokerRestarts), integer(remaining, "pauses", this.pauses),
+				integer(remaining, "replays", this.replays), duration(remaining, "window", this.window),
+				duration(remaining, "drain-timeout", this.drainTimeout),
+				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
+				this.workDirectory);
+		remaining.keySet()
+			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
+					"redis-restarts", "db-kills", "db-outages", "broker-restarts", "pauses", "replays", "window",
+					"drain-timeout", "control"));
+		if (!remaining.isEmpty()) {
+			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
+		}
+		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1) {
+			throw new IllegalArgumentException("Inconsistent options " + options);
+		}
+		return options;
+	}
+
+	private static int integer(Map<String, String> values, String name, int fallback) {
+		return values.containsKey(name) ? Integer.parseInt(values.get(name)) : fallback;
+	}
+
+	private static Duration duration(Map<String, String> values, String name, Duration fallback) {
+		if (!values.containsKey(name)) {
+			return fallback;
+		}
+		String value = values.get(name);
+		long amount = Long.parseLong(value.substring(0, value.length() - 1));
+		return switch (value.charAt(value.length() - 1)) {
+			case 's' -> Duration.ofSeconds(amount);
+			case 'm' -> Duration.ofMinutes(amount);
+			case 'h' -> Duration.ofHours(amount);
+			default -> throw new IllegalArgumentException(name + " takes a duration such as 90s, 20m: " + value);
+		};
+	}
+
+}

@@ -1,0 +1,145 @@
+package dev.idempotency.reliability;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Properties;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Sends the run's transfers, each with a unique key in the {@code X-Idempotency-Key}
+ * header, and sends a share of them a second time later on, as a producer that retries
+ * would; and replays a partition from an old offset, as an operator who resets offsets
+ * would. Everything it sends is drawn from the seed.
+ */
+final class TransferProducer implements AutoCloseable {
+
+	static final String KEY_HEADER = "X-Idempotency-Key";
+
+	private final List<Transfer> transfers;
+
+	private final long[] sends;
+
+	private final KafkaProducer<String, String> producer;
+
+	private final String bootstrapServers;
+
+	private final AtomicLong duplicates = new AtomicLong();
+
+	TransferProducer(RunOptions options, String bootstrapServers) {
+		Random random = new Random(options.seed());
+		List<Transfer> transfers = new ArrayList<>(options.events());
+		for (int id = 0; id < options.events(); id++) {
+			int from = random.nextInt(options.accounts());
+			int to = (from + 1 + random.nextInt(options.accounts() - 1)) % options.accounts();
+			transfers.add(new Transfer(id, from, to, 1 + random.nextInt(1000)));
+		}
+		this.transfers = List.copyOf(transfers);
+		// a re-send goes out a little later than the original: up to a tenth of the run
+		List<double[]> order = new ArrayList<>();
+		for (int id = 0; id < options.events(); id++) {
+			order.add(new double[] { id, id });
+			if (random.nextDouble() < options.duplicateShare()) {
+				order.add(new double[] { id + 1 + random.nextDouble() * options.events() / 10.0, id });
+			}
+		}
+		order.sort(Comparator.comparingDouble((double[] send) -> send[0]));
+		this.sends = order.stream().mapToLong((send) -> (long) send[1]).toArray();
+		this.bootstrapServers = bootstrapServers;
+		Properties properties = new Properties();
+		properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+		properties.put(ProducerConfig.ACKS_CONFIG, "all");
+		properties.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+		// the broker is restarted during the run: wait for it rather than fail
+		properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 600_000);
+		properties.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 600_000);
+		this.producer = new KafkaProducer<>(properties, new StringSerializer(), new StringSerializer());
+	}
+
+	List<Transfer> transfers() {
+		return this.transfers;
+	}
+
+	/** Send every transfer and its re-sends, evenly over the given time. */
+	void sendAll(Duration over) throws InterruptedException {
+		long start = System.nanoTime();
+		long perSend = over.toNanos() / Math.max(1, this.sends.length);
+		for (int i = 0; i < this.sends.length; i++) {
+			long due = start + i * perSend;
+			long wait = due - System.nanoTime();
+			if (wait > 2_000_000) {
+				Thread.sleep(wait / 1_000_000);
+			}
+			Transfer transfer = this.transfers.get((int) this.sends[i]);
+			this.producer.send(record(transfer));
+		}
+		this.producer.flush();
+		this.duplicates.addAndGet(this.sends.length - this.transfers.size());
+	}
+
+	private static ProducerRecord<String, String> record(Transfer transfer) {
+		ProducerRecord<String, String> record = new ProducerRecord<>(TransferListeners.TOPIC,
+				String.valueOf(transfer.from()), transfer.value());
+		record.headers().add(KEY_HEADER, transfer.key().getBytes(StandardCharsets.UTF_8));
+		return record;
+	}
+
+	/**
+	 * Send again, unchanged, up to {@code limit} records of a partition from a point
+	 * {@code fraction} of the way into what it holds now.
+	 * @return how many records were sent again
+	 */
+	int replay(int partition, double fraction, int limit) {
+		Properties properties = new Properties();
+		properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, this.bootstrapServers);
+		properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+		TopicPartition topicPartition = new TopicPartition(TransferListeners.TOPIC, partition);
+		int replayed = 0;
+		try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(properties, new StringDeserializer(),
+				new StringDeserializer())) {
+			consumer.assign(List.of(topicPartition));
+			long end = consumer.endOffsets(List.of(topicPartition), Duration.ofSeconds(30)).get(topicPartition);
+			long from = (long) (end * fraction);
+			long until = Math.min(end, from + limit);
+			consumer.seek(topicPartition, from);
+			long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+			while (consumer.position(topicPartition) < until && System.nanoTime() < deadline) {
+				for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
+					if (record.offset() >= until) {
+						break;
+					}
+					ProducerRecord<String, String> copy = new ProducerRecord<>(record.topic(), record.partition(),
+							record.key(), record.value(), record.headers());
+					this.producer.send(copy);
+					replayed++;
+				}
+			}
+		}
+		this.producer.flush();
+		this.duplicates.addAndGet(replayed);
+		return replayed;
+	}
+
+	long duplicatesInjected() {
+		return this.duplicates.get();
+	}
+
+	@Override
+	public void close() {
+		this.producer.close(Duration.ofSeconds(30));
+	}
+
+}

@@ -1,0 +1,64 @@
+package dev.idempotency.reliability;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The workload processes: {@link TransferApplication} JVMs of one consumer group,
+ * each with its own relay, started with the addresses of the servers.
+ */
+final class Workload {
+
+	private final List<JavaProcess> processes = new ArrayList<>();
+
+	Workload(RunOptions options, String jdbcUrl, String bootstrapServers, String redisUrl, Path logs) {
+		for (int i = 0; i < options.workers(); i++) {
+			String name = "worker-" + i;
+			List<String> arguments = List.of("--spring.main.banner-mode=off", "--logging.level.root=WARN",
+					"--spring.datasource.url=" + jdbcUrl, "--spring.datasource.username=postgres",
+					"--spring.datasource.password=postgres", "--spring.datasource.hikari.maximum-pool-size=5",
+					"--spring.datasource.hikari.connection-timeout=1000",
+					"--spring.datasource.hikari.data-source-properties.ApplicationName=" + name,
+					"--spring.kafka.bootstrap-servers=" + bootstrapServers,
+					"--spring.kafka.consumer.auto-offset-reset=earliest", "--spring.kafka.consumer.max-poll-records=100",
+					"--spring.kafka.consumer.properties.session.timeout.ms=6000",
+					"--spring.kafka.consumer.properties.heartbeat.interval.ms=1500",
+					"--spring.kafka.listener.concurrency=2", "--spring.data.redis.url=" + redisUrl,
+					"--spring.data.redis.timeout=500ms", "--idempotency.outbox.lease=10s",
+					"--idempotency.outbox.send-timeout=4s", "--idempotency.outbox.poll-interval=200ms",
+					"--idempotency.outbox.max-backoff=5s",
+					// a broker outage must delay events, not kill them
+					"--idempotency.outbox.max-attempts=1000", "--idempotency.infrastructure-retry.max-interval=5s",
+					"--workload.idempotent=" + !options.control(), "--workload.worker=" + name);
+			this.processes.add(new JavaProcess(name,
+					List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"),
+					TransferApplication.class.getName(), arguments, logs.resolve(name + ".log")));
+		}
+	}
+
+	List<JavaProcess> processes() {
+		return this.processes;
+	}
+
+	void startAll() {
+		this.processes.forEach(JavaProcess::start);
+	}
+
+	/** Resume what is paused and start what is not running. */
+	void restoreAll() {
+		for (JavaProcess process : this.processes) {
+			if (process.isPaused()) {
+				process.resume();
+			}
+			if (!process.isAlive()) {
+				process.start();
+			}
+		}
+	}
+
+	void stopAll() {
+		this.processes.forEach((process) -> process.stop(30));
+	}
+
+}

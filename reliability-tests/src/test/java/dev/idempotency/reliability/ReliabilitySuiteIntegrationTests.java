@@ -1,0 +1,38 @@
+package dev.idempotency.reliability;
+
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The reliability suite at the size the build runs: the workload as three processes
+ * under every kind of fault, and the negative control, which the checker must catch.
+ * The full size is {@code reliability-tests/run.sh --size=full}.
+ */
+class ReliabilitySuiteIntegrationTests {
+
+	private static final Path WORK = Path.of(System.getProperty("reliability.work-dir", "target/reliability"));
+
+	@Test
+	void everyTransferIsAppliedOnceAndEveryEventPublishedInOrderUnderFaults() throws Exception {
+		long seed = Long.getLong("reliability.seed", System.currentTimeMillis());
+		Checker.Verdict verdict = new FaultDriver(RunOptions.ci(seed, WORK)).run();
+		assertThat(verdict.violations()).as("violations of the run with seed %d", seed).isEmpty();
+		assertThat(verdict.appliedOnce()).isEqualTo(verdict.events()).isEqualTo(5_000);
+		assertThat(verdict.duplicatesInjected()).isPositive();
+		assertThat(verdict.kills()).isEqualTo(3);
+		assertThat(verdict.redisRestarts()).isEqualTo(1);
+		assertThat(verdict.dbKills()).isEqualTo(1);
+	}
+
+	@Test
+	void theCheckerCatchesTheListenerWithoutIdempotent() throws Exception {
+		Checker.Verdict verdict = new FaultDriver(RunOptions.control(42, WORK)).run();
+		assertThat(verdict.passed()).isFalse();
+		assertThat(verdict.appliedTwice()).isPositive().isEqualTo(verdict.duplicatesInjected());
+		assertThat(verdict.lost()).isZero();
+	}
+
+}
