@@ -1,0 +1,77 @@
+package dev.idempotency.benchmarks;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.idempotency.benchmarks.StreamsBenchmark.StreamsScenario;
+
+/**
+ * Reads the {@code RESULT} lines of a Kafka Streams run and prints one table: the median
+ * records/s of each scenario over the rounds (measured half, and whole run), its ratio to
+ * the pass-through topology of the same run, the spread of the rounds, and the target.
+ */
+public final class StreamsBenchmarkReport {
+
+	private StreamsBenchmarkReport() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		Map<StreamsScenario, List<Double>> steady = new EnumMap<>(StreamsScenario.class);
+		Map<StreamsScenario, List<Double>> whole = new EnumMap<>(StreamsScenario.class);
+		for (String line : Files.readAllLines(Path.of(args[0]))) {
+			if (!line.startsWith("RESULT scenario=S_")) {
+				continue;
+			}
+			StreamsScenario scenario = null;
+			double rate = 0;
+			double steadyRate = 0;
+			for (String field : line.substring(7).split(" ")) {
+				String[] pair = field.split("=", 2);
+				switch (pair[0]) {
+					case "scenario" -> scenario = StreamsScenario.valueOf(pair[1]);
+					case "rate" -> rate = Double.parseDouble(pair[1]);
+					case "steady" -> steadyRate = Double.parseDouble(pair[1]);
+					default -> {
+					}
+				}
+			}
+			steady.computeIfAbsent(scenario, (s) -> new ArrayList<>()).add(steadyRate);
+			whole.computeIfAbsent(scenario, (s) -> new ArrayList<>()).add(rate);
+		}
+		Double baseline = steady.containsKey(StreamsScenario.S_PASS) ? median(steady.get(StreamsScenario.S_PASS))
+				: null;
+		System.out.println();
+		System.out.println("| scenario | what | runs | records/s (median, measured half) | min – max | records/s (median, whole run) | ratio |");
+		System.out.println("| --- | --- | ---: | ---: | --- | ---: | --- |");
+		steady.forEach((scenario, rates) -> System.out.printf("| %s | %s | %d | %.0f | %.0f – %.0f | %.0f | %s |%n",
+				scenario.name(), scenario.description, rates.size(), median(rates),
+				rates.stream().mapToDouble(Double::doubleValue).min().orElse(0),
+				rates.stream().mapToDouble(Double::doubleValue).max().orElse(0), median(whole.get(scenario)),
+				(baseline == null || scenario == StreamsScenario.S_PASS) ? "baseline"
+						: String.format("%.2f × S_PASS", median(rates) / baseline)));
+		if (baseline != null && steady.containsKey(StreamsScenario.S_NEW)) {
+			double cost = 1 - median(steady.get(StreamsScenario.S_NEW)) / baseline;
+			System.out.printf("%nTarget: the processor costs at most 30%% on all-new input: %.0f%%  %s%n", cost * 100,
+					(cost <= 0.30) ? "met" : "MISSED");
+		}
+		if (steady.containsKey(StreamsScenario.S_NEW) && steady.containsKey(StreamsScenario.S_NEW_BLOOM)) {
+			System.out.printf("Bloom pre-check, all new: %.2f × without%n",
+					median(steady.get(StreamsScenario.S_NEW_BLOOM)) / median(steady.get(StreamsScenario.S_NEW)));
+		}
+		if (steady.containsKey(StreamsScenario.S_DUP) && steady.containsKey(StreamsScenario.S_DUP_BLOOM)) {
+			System.out.printf("Bloom pre-check, all duplicates: %.2f × without%n",
+					median(steady.get(StreamsScenario.S_DUP_BLOOM)) / median(steady.get(StreamsScenario.S_DUP)));
+		}
+	}
+
+	private static double median(List<Double> values) {
+		List<Double> sorted = values.stream().sorted().toList();
+		int middle = sorted.size() / 2;
+		return (sorted.size() % 2 == 1) ? sorted.get(middle) : (sorted.get(middle - 1) + sorted.get(middle)) / 2;
+	}
+
+}
