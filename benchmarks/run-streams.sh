@@ -21,7 +21,9 @@ classpath="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 work=benchmarks/target/run-streams-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$work"
 
-pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
+# exec: a backgrounded function runs in a subshell, and $! must be the JVM itself, or the
+# trap below kills the subshell and leaves the servers running
+pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$1" "${@:2}"; else exec "${@:2}"; fi; }
 
 pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
   dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties" > "$work/infrastructure.log" 2>&1 &
@@ -39,8 +41,8 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
     # shellcheck disable=SC2086
-    line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmark \
-      "$scenario" "$work/infrastructure.properties" "$records" 2>>"$work/scenarios.log" | grep '^RESULT' || true)
+    line=$( (pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmark \
+      "$scenario" "$work/infrastructure.properties" "$records") 2>>"$work/scenarios.log" | grep '^RESULT' || true)
     [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
     echo "round $round: $line"
     echo "$line" >> "$work/results.txt"

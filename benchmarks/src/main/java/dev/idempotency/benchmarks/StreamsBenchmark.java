@@ -2,6 +2,8 @@ package dev.idempotency.benchmarks;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -95,9 +97,12 @@ public final class StreamsBenchmark {
 				throw new IllegalStateException("Scenario " + scenario + " saw only part of its records in 10 minutes");
 			}
 		}
-		System.out.println(String.format("RESULT scenario=%s records=%d rate=%.0f steady=%.0f", scenario.name(),
-				measured, 2.0 * measured / seconds(clock.first, clock.last),
-				(measured - 1) / seconds(clock.half, clock.last)));
+		// CPU time of the stream thread over the measured half: what the processor costs,
+		// independent of how long other processes on the machine held the CPU
+		System.out.println(String.format("RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f",
+				scenario.name(), measured, 2.0 * measured / seconds(clock.first, clock.last),
+				(measured - 1) / seconds(clock.half, clock.last),
+				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1)));
 	}
 
 	private static double seconds(long from, long to) {
@@ -149,6 +154,10 @@ public final class StreamsBenchmark {
 
 		private volatile long last;
 
+		private volatile long halfCpu;
+
+		private volatile long lastCpu;
+
 		Timing(long measured) {
 			this.measured = measured;
 		}
@@ -160,6 +169,8 @@ public final class StreamsBenchmark {
 	 * input has one partition, so there is one instance).
 	 */
 	static final class Clock implements FixedKeyProcessor<String, String, String> {
+
+		private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
 		private final Timing timing;
 
@@ -185,9 +196,11 @@ public final class StreamsBenchmark {
 			}
 			else if (this.seen == this.timing.measured + 1) {
 				this.timing.half = now;
+				this.timing.halfCpu = THREADS.getCurrentThreadCpuTime();
 			}
 			this.context.forward(record);
 			if (this.seen == 2 * this.timing.measured) {
+				this.timing.lastCpu = THREADS.getCurrentThreadCpuTime();
 				this.timing.last = System.nanoTime();
 				this.timing.finished.countDown();
 			}
