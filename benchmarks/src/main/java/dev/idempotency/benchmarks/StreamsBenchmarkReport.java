@@ -84,19 +84,7 @@ public final class StreamsBenchmarkReport {
 				rates.stream().mapToDouble(Double::doubleValue).max().orElse(0), median(whole.get(scenario)),
 				(baseline == null || scenario == StreamsScenario.S_PASS) ? "baseline"
 						: String.format("%.2f × S_PASS", median(rates) / baseline)));
-		if (baseline != null && steady.containsKey(StreamsScenario.S_NEW)) {
-			double cost = 1 - median(steady.get(StreamsScenario.S_NEW)) / baseline;
-			System.out.printf("%nTarget (by wall-clock rate): the processor costs at most 30%% on all-new input: %.0f%%  %s%n", cost * 100,
-					(cost <= 0.30) ? "met" : "MISSED");
-		}
-		if (steady.containsKey(StreamsScenario.S_NEW) && steady.containsKey(StreamsScenario.S_NEW_BLOOM)) {
-			System.out.printf("Bloom pre-check, all new: %.2f × without%n",
-					median(steady.get(StreamsScenario.S_NEW_BLOOM)) / median(steady.get(StreamsScenario.S_NEW)));
-		}
-		if (steady.containsKey(StreamsScenario.S_DUP) && steady.containsKey(StreamsScenario.S_DUP_BLOOM)) {
-			System.out.printf("Bloom pre-check, all duplicates: %.2f × without%n",
-					median(steady.get(StreamsScenario.S_DUP_BLOOM)) / median(steady.get(StreamsScenario.S_DUP)));
-		}
+		// no verdict from wall-clock rates: on a shared machine they swing by several times
 	}
 
 	private static double median(List<Double> values) {
