@@ -1,6 +1,7 @@
 package dev.idempotency.streams;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -242,7 +243,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 					: Stores.inMemoryKeyValueStore(storeName);
 			StoreBuilder<KeyValueStore<String, Long>> storeBuilder = Stores
 				.keyValueStoreBuilder(supplier, Serdes.String(), Serdes.Long())
-				.withLoggingEnabled(java.util.Map.of());
+				.withLoggingEnabled(Map.of());
 			Settings<K, V> settings = new Settings<>(this.name, storeName, this.keyExtractor, this.window.toMillis(),
 					this.grace.toMillis(), this.purgeInterval, this.latePolicy, this.missingKeyPolicy,
 					this.meterRegistry, this.bloomPreCheck);
