@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the Kafka Streams benchmark and prints one table. Usage:
+#   benchmarks/run-streams.sh [rounds] [measured records per scenario] [scenarios...]
+# Scenarios: S_PASS (pass-through baseline), S_NEW, S_DUP (the deduplicating processor on
+# all-new and all-duplicate input), S_NEW_BLOOM, S_DUP_BLOOM (the same with the in-memory
+# Bloom pre-check), S_NEW_MEMORY (an in-memory store instead of RocksDB, changelog kept;
+# not in the default set). Each scenario reads 2 x N records: N of warm-up, N measured.
+# As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker
+# (the same infrastructure process as run.sh) pinned to CPU 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+records=${2:-300000}
+shift $(( $# > 2 ? 2 : $# ))
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(S_PASS S_NEW S_DUP S_NEW_BLOOM S_DUP_BLOOM)
+
+./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
+  -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
+classpath="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
+work=benchmarks/target/run-streams-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$work"
+
+# exec: a backgrounded function runs in a subshell, and $! must be the JVM itself, or the
+# trap below kills the subshell and leaves the servers running
+pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$1" "${@:2}"; else exec "${@:2}"; fi; }
+
+pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
+  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties" > "$work/infrastructure.log" 2>&1 &
+infrastructure=$!
+trap 'kill $infrastructure 2>/dev/null; wait $infrastructure 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sleep 0.5; done
+[ -f "$work/infrastructure.properties" ] || { cat "$work/infrastructure.log"; exit 1; }
+
+{
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  echo "java: $(java -version 2>&1 | head -1)"
+  echo "rounds: $rounds, records: 2 x $records per scenario"
+} | tee "$work/machine.txt"
+
+for round in $(seq 1 "$rounds"); do
+  for scenario in "${scenarios[@]}"; do
+    # shellcheck disable=SC2086
+    line=$( (pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmark \
+      "$scenario" "$work/infrastructure.properties" "$records") 2>>"$work/scenarios.log" | grep '^RESULT' || true)
+    [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
+    echo "round $round: $line"
+    echo "$line" >> "$work/results.txt"
+  done
+done
+
+java -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmarkReport "$work/results.txt" | tee "$work/report.md"

@@ -1,0 +1,208 @@
+package dev.idempotency.streams;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Forwards the first record of a key within the window, drops the others. The store maps
+ * each key to the timestamp of the record that was forwarded for it.
+ */
+final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
+
+	private static final Log logger = LogFactory.getLog(DeduplicatingProcessor.class);
+
+	private static final int PURGE_BATCH = 10_000;
+
+	private final Deduplication.Settings<K, V> settings;
+
+	private final DeduplicationMeters meters;
+
+	private @Nullable FixedKeyProcessorContext<K, V> context;
+
+	private @Nullable KeyValueStore<String, Long> store;
+
+	private @Nullable SeenKeysFilter filter;
+
+	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
+		this.settings = settings;
+		this.meters = new DeduplicationMeters(settings.meterRegistry(), settings.name());
+	}
+
+	@Override
+	public void init(FixedKeyProcessorContext<K, V> context) {
+		this.context = context;
+		this.store = context.getStateStore(this.settings.storeName());
+		if (this.settings.bloomPreCheck() != null) {
+			this.filter = rebuildFilter(Long.MIN_VALUE);
+		}
+		context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
+	}
+
+	@Override
+	public void process(FixedKeyRecord<K, V> record) {
+		String key = extractKey(record);
+		if (key == null) {
+			missingKey(record);
+			return;
+		}
+		long timestamp = record.timestamp();
+		Long seenAt = lookUp(key);
+		if (seenAt != null && Math.abs(timestamp - seenAt) <= this.settings.windowMs()) {
+			this.meters.duplicate();
+			if (logger.isDebugEnabled()) {
+				logger.debug("Dropped a duplicate in " + this.settings.name() + " at " + coordinates());
+			}
+			return;
+		}
+		boolean late = timestamp < context().currentStreamTimeMs() - this.settings.graceMs();
+		if (late && this.settings.latePolicy() == LateRecordPolicy.DROP) {
+			this.meters.lateDropped();
+			if (logger.isDebugEnabled()) {
+				logger.debug("Dropped a late record in " + this.settings.name() + " at " + coordinates());
+			}
+			return;
+		}
+		if (seenAt == null || timestamp > seenAt) {
+			remember(key, timestamp);
+		}
+		if (late) {
+			this.meters.lateForwarded();
+		}
+		else {
+			this.meters.forwarded();
+		}
+		context().forward(record);
+	}
+
+	private @Nullable String extractKey(FixedKeyRecord<K, V> record) {
+		try {
+			return this.settings.keyExtractor().extract(record.key(), record.value(), record.headers());
+		}
+		catch (RuntimeException ex) {
+			this.meters.extractorFailed();
+			throw new IdempotencyKeyExtractionException(
+					"The idempotency key extractor of " + this.settings.name() + " failed on the record at "
+							+ coordinates() + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	private void missingKey(FixedKeyRecord<K, V> record) {
+		switch (this.settings.missingKeyPolicy()) {
+			case FORWARD -> {
+				this.meters.missingKeyForwarded();
+				context().forward(record);
+			}
+			case DROP -> {
+				this.meters.missingKeyDropped();
+				logger.warn("Dropped a record without an idempotency key in " + this.settings.name() + " at "
+						+ coordinates());
+			}
+			case FAIL -> {
+				this.meters.missingKeyFailed();
+				throw new IdempotencyKeyExtractionException("The record at " + coordinates()
+						+ " has no idempotency key (deduplication " + this.settings.name() + ")", null);
+			}
+		}
+	}
+
+	private @Nullable Long lookUp(String key) {
+		if (this.filter != null && !this.filter.mightContain(key)) {
+			return null;
+		}
+		return store().get(key);
+	}
+
+	private void remember(String key, long timestamp) {
+		store().put(key, timestamp);
+		if (this.filter != null) {
+			this.filter.put(key);
+		}
+	}
+
+	/**
+	 * Delete the keys that fell out of the window plus the grace period of stream time,
+	 * and rebuild the Bloom filter without them (a Bloom filter cannot forget).
+	 */
+	private void purge() {
+		long streamTime = context().currentStreamTimeMs();
+		if (streamTime < 0) {
+			return;
+		}
+		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		long deleted = 0;
+		List<String> expired = new ArrayList<>();
+		String from = null;
+		do {
+			expired.clear();
+			try (KeyValueIterator<String, Long> keys = (from != null) ? store().range(from, null) : store().all()) {
+				while (keys.hasNext() && expired.size() < PURGE_BATCH) {
+					KeyValue<String, Long> entry = keys.next();
+					if (entry.value < cutoff) {
+						expired.add(entry.key);
+					}
+					from = entry.key;
+				}
+				if (!keys.hasNext()) {
+					from = null;
+				}
+			}
+			for (String key : expired) {
+				store().delete(key);
+			}
+			deleted += expired.size();
+		}
+		while (from != null);
+		if (this.filter != null && deleted > 0) {
+			this.filter = rebuildFilter(cutoff);
+		}
+		if (deleted > 0 && logger.isDebugEnabled()) {
+			logger.debug("Purged " + deleted + " keys older than " + cutoff + " from " + this.settings.storeName());
+		}
+	}
+
+	private SeenKeysFilter rebuildFilter(long cutoff) {
+		Deduplication.BloomPreCheck sizing = this.settings.bloomPreCheck();
+		SeenKeysFilter rebuilt = new SeenKeysFilter(sizing.expectedKeys(), sizing.falsePositiveRate());
+		try (KeyValueIterator<String, Long> keys = store().all()) {
+			keys.forEachRemaining((entry) -> {
+				if (entry.value >= cutoff) {
+					rebuilt.put(entry.key);
+				}
+			});
+		}
+		return rebuilt;
+	}
+
+	private String coordinates() {
+		return context().recordMetadata()
+			.map((RecordMetadata metadata) -> metadata.topic() + "-" + metadata.partition() + "@" + metadata.offset())
+			.orElse("(no input record)");
+	}
+
+	private FixedKeyProcessorContext<K, V> context() {
+		if (this.context == null) {
+			throw new IllegalStateException("Processor not initialized");
+		}
+		return this.context;
+	}
+
+	private KeyValueStore<String, Long> store() {
+		if (this.store == null) {
+			throw new IllegalStateException("Processor not initialized");
+		}
+		return this.store;
+	}
+
+}

@@ -1,0 +1,100 @@
+package dev.idempotency.streams;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.Objects;
+import java.util.function.Function;
+
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Finds the idempotency key of a record: the value two copies of the same logical message
+ * share. Return {@code null} when the record has none (the processor then applies its
+ * {@link MissingKeyPolicy}); an exception is reported as an
+ * {@link IdempotencyKeyExtractionException} naming the record.
+ *
+ * @param <K> the record key type
+ * @param <V> the record value type
+ */
+@FunctionalInterface
+public interface IdempotencyKeyExtractor<K, V> {
+
+	/**
+	 * Return the idempotency key of a record.
+	 * @param key the record key
+	 * @param value the record value
+	 * @param headers the record headers
+	 * @return the idempotency key, or {@code null} when the record has none
+	 */
+	@Nullable String extract(@Nullable K key, @Nullable V value, Headers headers);
+
+	/**
+	 * An extractor that reads the last header of the given name. Valid UTF-8 without NUL
+	 * characters is used as text; any other bytes become a NUL character followed by their
+	 * hex form, so that two different header values never give the same key.
+	 * @param name the header name, for example {@code X-Idempotency-Key}
+	 * @param <K> the record key type
+	 * @param <V> the record value type
+	 * @return the extractor
+	 */
+	static <K, V> IdempotencyKeyExtractor<K, V> header(String name) {
+		Objects.requireNonNull(name, "name must not be null");
+		return (key, value, headers) -> {
+			Header header = headers.lastHeader(name);
+			return (header != null && header.value() != null) ? text(header.value()) : null;
+		};
+	}
+
+	/**
+	 * An extractor that uses the record key ({@code String.valueOf} of it).
+	 * @param <K> the record key type
+	 * @param <V> the record value type
+	 * @return the extractor
+	 */
+	static <K, V> IdempotencyKeyExtractor<K, V> recordKey() {
+		return (key, value, headers) -> (key != null) ? String.valueOf(key) : null;
+	}
+
+	/**
+	 * An extractor that reads a field of the record value, for example
+	 * {@code IdempotencyKeyExtractor.value(Payment::paymentId)}. A {@code null} value or
+	 * field means the record has no key.
+	 * @param field the function that reads the field
+	 * @param <K> the record key type
+	 * @param <V> the record value type
+	 * @return the extractor
+	 */
+	static <K, V> IdempotencyKeyExtractor<K, V> value(Function<? super V, ? extends @Nullable Object> field) {
+		Objects.requireNonNull(field, "field must not be null");
+		return (key, value, headers) -> {
+			if (value == null) {
+				return null;
+			}
+			Object result = field.apply(value);
+			return (result != null) ? String.valueOf(result) : null;
+		};
+	}
+
+	private static String text(byte[] bytes) {
+		try {
+			String text = StandardCharsets.UTF_8.newDecoder()
+				.onMalformedInput(CodingErrorAction.REPORT)
+				.onUnmappableCharacter(CodingErrorAction.REPORT)
+				.decode(ByteBuffer.wrap(bytes))
+				.toString();
+			if (text.indexOf('\0') < 0) {
+				return text;
+			}
+		}
+		catch (CharacterCodingException ex) {
+			// not text: fall through to the hex form
+		}
+		return '\0' + HexFormat.of().formatHex(bytes);
+	}
+
+}

@@ -1,0 +1,255 @@
+package dev.idempotency.streams;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Properties;
+import java.util.function.UnaryOperator;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * The decisions of the deduplicating processor, on a RocksDB store in Kafka Streams'
+ * {@link TopologyTestDriver}, with and without the in-memory Bloom pre-check.
+ */
+class DeduplicationTopologyTests {
+
+	private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+
+	@TempDir
+	Path stateDir;
+
+	private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+	private TopologyTestDriver driver;
+
+	private TestInputTopic<String, String> input;
+
+	private TestOutputTopic<String, String> output;
+
+	@AfterEach
+	void close() {
+		if (this.driver != null) {
+			this.driver.close();
+		}
+	}
+
+	@ParameterizedTest(name = "Bloom pre-check {0}")
+	@ValueSource(booleans = { false, true })
+	void forwardsTheFirstRecordOfAKeyAndDropsTheCopiesWithinTheWindow(boolean preCheck) {
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		send("k1", "first", "a", T0);
+		send("k1", "copy", "a", T0.plusSeconds(10));
+		send("k2", "other", "b", T0.plusSeconds(20));
+		send("k1", "late copy", "a", T0.plusSeconds(3599));
+		assertThat(values()).containsExactly("first", "other");
+		assertThat(count("forwarded", "new")).isEqualTo(2);
+		assertThat(count("dropped", "duplicate")).isEqualTo(2);
+	}
+
+	@ParameterizedTest(name = "Bloom pre-check {0}")
+	@ValueSource(booleans = { false, true })
+	void forwardsAKeyAgainOnceTheWindowHasPassedAndPurgesItAfterTheGracePeriod(boolean preCheck) {
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		send("k1", "first", "a", T0);
+		send("k2", "other", "b", T0.plus(Duration.ofMinutes(61)));
+		send("k1", "again", "a", T0.plus(Duration.ofMinutes(61)));
+		assertThat(values()).containsExactly("first", "other", "again");
+
+		send("k3", "moves stream time", "c", T0.plus(Duration.ofMinutes(200)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		assertThat(store.get("a")).isNull();
+		assertThat(store.get("b")).isNull();
+		assertThat(store.get("c")).isEqualTo(T0.plus(Duration.ofMinutes(200)).toEpochMilli());
+		send("k1", "after purge", "a", T0.plus(Duration.ofMinutes(201)));
+		send("k3", "copy", "c", T0.plus(Duration.ofMinutes(201)));
+		assertThat(values()).containsExactly("moves stream time", "after purge");
+	}
+
+	@ParameterizedTest(name = "Bloom pre-check {0}")
+	@ValueSource(booleans = { false, true })
+	void keepsTheKeysThatAreWithinTheWindowPlusGraceWhenPurging(boolean preCheck) {
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		send("k1", "first", "a", T0);
+		send("k2", "other", "b", T0.plus(Duration.ofMinutes(60)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k1", "copy", "a", T0.plus(Duration.ofMinutes(60)));
+		assertThat(values()).containsExactly("first", "other");
+	}
+
+	@ParameterizedTest(name = "late policy {0}")
+	@ValueSource(strings = { "FORWARD", "DROP" })
+	void appliesTheLatePolicyToALateRecordWhoseKeyTheStoreDoesNotHold(LateRecordPolicy policy) {
+		start((builder) -> builder.latePolicy(policy));
+		send("k1", "moves stream time", "a", T0.plus(Duration.ofHours(5)));
+		send("k2", "late", "b", T0.plus(Duration.ofHours(5)).minus(Duration.ofMinutes(2)));
+		send("k3", "within grace", "c", T0.plus(Duration.ofHours(5)).minus(Duration.ofSeconds(30)));
+		if (policy == LateRecordPolicy.FORWARD) {
+			assertThat(values()).containsExactly("moves stream time", "late", "within grace");
+			assertThat(count("forwarded", "late")).isEqualTo(1);
+			assertThat(count("dropped", "late")).isZero();
+		}
+		else {
+			assertThat(values()).containsExactly("moves stream time", "within grace");
+			assertThat(count("dropped", "late")).isEqualTo(1);
+			assertThat(count("forwarded", "late")).isZero();
+		}
+		assertThat(count("forwarded", "new")).isEqualTo(2);
+	}
+
+	@ParameterizedTest(name = "late policy {0}")
+	@ValueSource(strings = { "FORWARD", "DROP" })
+	void dropsALateRecordAsADuplicateWhenTheStoreStillHoldsItsKey(LateRecordPolicy policy) {
+		start((builder) -> builder.latePolicy(policy));
+		send("k1", "first", "a", T0);
+		send("k2", "moves stream time", "b", T0.plus(Duration.ofMinutes(30)));
+		send("k1", "late copy", "a", T0.plusSeconds(5));
+		assertThat(values()).containsExactly("first", "moves stream time");
+		assertThat(count("dropped", "duplicate")).isEqualTo(1);
+		assertThat(count("forwarded", "late") + count("dropped", "late")).isZero();
+	}
+
+	@ParameterizedTest(name = "missing-key policy {0}")
+	@ValueSource(strings = { "FORWARD", "DROP", "FAIL" })
+	void appliesTheMissingKeyPolicyAndCountsEveryRecordWithoutAKey(MissingKeyPolicy policy) {
+		start((builder) -> builder.missingKeyPolicy(policy));
+		send("k1", "keyed", "a", T0);
+		if (policy == MissingKeyPolicy.FAIL) {
+			assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> send("k2", "keyless", null, T0))
+				.havingRootCause()
+				.isInstanceOf(IdempotencyKeyExtractionException.class)
+				.withMessageContaining("has no idempotency key")
+				.withMessageContaining("orders-0@1");
+			assertThat(values()).containsExactly("keyed");
+			assertThat(count("failed", "missing-key")).isEqualTo(1);
+			return;
+		}
+		send("k2", "keyless", null, T0);
+		send("k3", "keyless too", null, T0);
+		if (policy == MissingKeyPolicy.FORWARD) {
+			assertThat(values()).containsExactly("keyed", "keyless", "keyless too");
+			assertThat(count("forwarded", "missing-key")).isEqualTo(2);
+		}
+		else {
+			assertThat(values()).containsExactly("keyed");
+			assertThat(count("dropped", "missing-key")).isEqualTo(2);
+		}
+	}
+
+	@ParameterizedTest(name = "record key {0}")
+	@ValueSource(strings = { "", "k1" })
+	void treatsANullRecordKeyAsAMissingKeyWhenTheRecordKeyIsTheIdempotencyKey(String recordKey) {
+		start((builder) -> builder.keyExtractor(IdempotencyKeyExtractor.recordKey())
+			.missingKeyPolicy(MissingKeyPolicy.DROP));
+		String key = recordKey.isEmpty() ? null : recordKey;
+		send(key, "one", null, T0);
+		send(key, "two", null, T0);
+		if (key == null) {
+			assertThat(values()).isEmpty();
+			assertThat(count("dropped", "missing-key")).isEqualTo(2);
+		}
+		else {
+			assertThat(values()).containsExactly("one");
+			assertThat(count("dropped", "duplicate")).isEqualTo(1);
+		}
+	}
+
+	@ParameterizedTest(name = "Bloom pre-check {0}")
+	@ValueSource(booleans = { false, true })
+	void reportsAFailingExtractorWithTheRecordCoordinatesAndForwardsNothing(boolean preCheck) {
+		start((builder) -> {
+			builder.keyExtractor(IdempotencyKeyExtractor.value((String value) -> {
+				if (value.startsWith("bad")) {
+					throw new IllegalArgumentException("unparsable payload");
+				}
+				return value.substring(0, 1);
+			}));
+			return preCheck ? builder.bloomPreCheck(1000, 0.01) : builder;
+		});
+		send("k1", "a1", null, T0);
+		assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> send("k2", "bad", null, T0))
+			.havingRootCause()
+			.isInstanceOf(IllegalArgumentException.class)
+			.withMessage("unparsable payload");
+		assertThat(values()).containsExactly("a1");
+		assertThat(count("failed", "extractor-error")).isEqualTo(1);
+		assertThat(this.registry.get(DeduplicationMeters.RECORDS).counters()).hasSize(8);
+	}
+
+	@ParameterizedTest(name = "bytes {0}")
+	@ValueSource(strings = { "ff00", "00", "c3" })
+	void keepsBinaryHeaderValuesDistinctFromText(String hex) {
+		start(UnaryOperator.identity());
+		byte[] bytes = java.util.HexFormat.of().parseHex(hex);
+		RecordHeaders binary = new RecordHeaders();
+		binary.add(Deduplication.DEFAULT_KEY_HEADER, bytes);
+		this.input.pipeInput(new TestRecord<>("k1", "binary", binary, T0));
+		RecordHeaders text = new RecordHeaders();
+		text.add(Deduplication.DEFAULT_KEY_HEADER, ("\0" + hex).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		this.input.pipeInput(new TestRecord<>("k1", "text", text, T0));
+		assertThat(values()).containsExactly("binary", "text");
+	}
+
+	private void start(UnaryOperator<Deduplication.Builder<String, String>> customizer) {
+		StreamsBuilder builder = new StreamsBuilder();
+		Deduplication<String, String> deduplication = customizer
+			.apply(Deduplication.<String, String>builder("orders").meterRegistry(this.registry))
+			.build();
+		builder.stream("orders", Consumed.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
+				new org.apache.kafka.common.serialization.Serdes.StringSerde()))
+			.processValues(deduplication)
+			.to("unique-orders", Produced.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
+					new org.apache.kafka.common.serialization.Serdes.StringSerde()));
+		Properties properties = new Properties();
+		properties.put(StreamsConfig.APPLICATION_ID_CONFIG, "deduplication-topology-tests");
+		properties.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+		properties.put(StreamsConfig.STATE_DIR_CONFIG, this.stateDir.toString());
+		properties.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, DeduplicationRocksDBConfigSetter.class);
+		this.driver = new TopologyTestDriver(builder.build(), properties);
+		this.input = this.driver.createInputTopic("orders", new StringSerializer(), new StringSerializer());
+		this.output = this.driver.createOutputTopic("unique-orders", new StringDeserializer(),
+				new StringDeserializer());
+	}
+
+	private void send(String recordKey, String value, String idempotencyKey, Instant timestamp) {
+		RecordHeaders headers = new RecordHeaders();
+		if (idempotencyKey != null) {
+			headers.add(Deduplication.DEFAULT_KEY_HEADER,
+					idempotencyKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		}
+		this.input.pipeInput(new TestRecord<>(recordKey, value, headers, timestamp));
+	}
+
+	private List<String> values() {
+		return this.output.readValuesToList();
+	}
+
+	private double count(String outcome, String reason) {
+		return this.registry.get(DeduplicationMeters.RECORDS)
+			.tags("processor", "orders", "outcome", outcome, "reason", reason)
+			.counter()
+			.count();
+	}
+
+}
