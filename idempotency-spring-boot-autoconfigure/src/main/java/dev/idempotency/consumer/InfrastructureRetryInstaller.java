@@ -2,6 +2,10 @@ package dev.idempotency.consumer;
 
 import java.util.function.Supplier;
 
+import dev.idempotency.IdempotencyClaimFailedException;
+import dev.idempotency.IdempotencyFingerprintMismatchException;
+import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.IdempotencyResultTooLargeException;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
@@ -19,10 +23,21 @@ import org.springframework.util.backoff.BackOff;
  * every listener container of the registry, just before the registry starts them: the
  * application's own handler (from the container factory, a container customizer or the
  * retry topics), or spring-kafka's default {@link DefaultErrorHandler} when there is none.
+ * The starter's {@linkplain #NOT_RETRYABLE non-retryable exceptions} are registered on a
+ * {@code DefaultErrorHandler}; a handler of another type must classify them itself.
  */
 public final class InfrastructureRetryInstaller implements SmartLifecycle {
 
 	private static final Log logger = LogFactory.getLog(InfrastructureRetryInstaller.class);
+
+	/**
+	 * The starter's exceptions that retrying cannot cure, registered as not retryable on
+	 * every {@link DefaultErrorHandler} of the registry's containers.
+	 */
+	@SuppressWarnings("unchecked")
+	public static final Class<? extends Exception>[] NOT_RETRYABLE = new Class[] {
+			IdempotencyKeyMissingException.class, IdempotencyFingerprintMismatchException.class,
+			IdempotencyClaimFailedException.class, IdempotencyResultTooLargeException.class };
 
 	private final ObjectProvider<KafkaListenerEndpointRegistry> registries;
 
@@ -51,8 +66,15 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 		if (container instanceof AbstractMessageListenerContainer<?, ?> listenerContainer
 				&& !(listenerContainer.getCommonErrorHandler() instanceof InfrastructureRetryingErrorHandler)) {
 			CommonErrorHandler application = listenerContainer.getCommonErrorHandler();
-			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(
-					(application != null) ? application : new DefaultErrorHandler(), this.backOff.get()));
+			if (application == null) {
+				application = new DefaultErrorHandler();
+			}
+			if (application instanceof DefaultErrorHandler defaultErrorHandler) {
+				// retrying cannot cure these: straight to the recoverer
+				defaultErrorHandler.addNotRetryableExceptions(NOT_RETRYABLE);
+			}
+			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(application,
+					this.backOff.get()));
 			if (logger.isDebugEnabled()) {
 				logger.debug("Infrastructure failures of container " + container.getListenerId()
 						+ " are retried without end before its error handler sees them");
