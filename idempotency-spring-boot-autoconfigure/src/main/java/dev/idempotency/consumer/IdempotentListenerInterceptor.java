@@ -47,6 +47,8 @@ import org.springframework.transaction.support.TransactionOperations;
  * method's work and is rethrown to the container's error handler; a skipped duplicate
  * returns normally, so its offset is committed. Each invocation is an
  * {@link IdempotencyObservation#LISTENER} observation unless the registry is a no-op.
+ * Listeners in {@code mode = LEASE} are handed to the {@link LeaseInvoker} once their key
+ * is resolved.
  */
 public final class IdempotentListenerInterceptor implements MethodInterceptor {
 

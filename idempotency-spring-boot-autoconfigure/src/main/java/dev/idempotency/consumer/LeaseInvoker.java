@@ -145,7 +145,18 @@ public final class LeaseInvoker {
 				json = null;
 			}
 		}
-		if (this.store.complete(message, token, json)) {
+		boolean completed;
+		try {
+			completed = this.store.complete(message, token, json);
+		}
+		catch (RuntimeException ex) {
+			// the work is done: sending the record back would run it again once the lease expired
+			logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
+					+ " after its work was done; it stays IN_PROGRESS, and a redelivery after its lease expired "
+					+ "would process it again: " + ex);
+			completed = true;
+		}
+		if (completed) {
 			metrics.message(Outcome.PROCESSED, DecisionSource.STORE);
 			if (logger.isDebugEnabled()) {
 				logger.debug("Processed " + describe(message) + " in " + method.name() + " with fencing token "

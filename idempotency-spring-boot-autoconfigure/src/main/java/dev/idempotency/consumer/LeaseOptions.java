@@ -93,7 +93,9 @@ record LeaseOptions(Duration lease, List<Class<? extends Throwable>> nonRetryabl
 	}
 
 	boolean isNonRetryable(Throwable failure) {
-		for (Throwable cause = failure; cause != null; cause = (cause.getCause() != cause) ? cause.getCause() : null) {
+		Throwable cause = failure;
+		// bounded: a cause chain may loop
+		for (int depth = 0; cause != null && depth < 32; depth++, cause = cause.getCause()) {
 			for (Class<? extends Throwable> type : this.nonRetryable) {
 				if (type.isInstance(cause)) {
 					return true;
