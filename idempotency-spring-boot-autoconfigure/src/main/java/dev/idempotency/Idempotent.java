@@ -19,6 +19,12 @@ import java.lang.annotation.Target;
  * <p>
  * The key is resolved from {@link #key()} when given, else from the configured header
  * ({@code X-Idempotency-Key} by default), else by the configured missing-key policy.
+ * <p>
+ * That is the {@link Mode#TRANSACTIONAL} mode, for effects that are database writes. For
+ * effects outside the database (an HTTP call, a payment, an e-mail), {@link Mode#LEASE}
+ * commits the claim alone, as in progress with a lease and a fencing token, runs the
+ * method outside any transaction of the starter, and records completion only if the
+ * claim was not taken over in the meantime.
  *
  * @see IdempotencyKeyResolver
  */
@@ -44,5 +50,75 @@ public @interface Idempotent {
 	 * @return the scope, or an empty string
 	 */
 	String scope() default "";
+
+	/**
+	 * How the claim relates to the method's work. {@link Mode#TRANSACTIONAL} (the default)
+	 * commits both together; {@link Mode#LEASE} commits the claim first, with a lease.
+	 * @return the mode
+	 */
+	Mode mode() default Mode.TRANSACTIONAL;
+
+	/**
+	 * In {@link Mode#LEASE}: how long a claim holds its key before another consumer may
+	 * take it over, as a duration such as {@code "30s"} or {@code "PT2M"}. Empty (the
+	 * default) uses {@code idempotency.lease.duration}. Must exceed the longest invocation.
+	 * @return the lease duration, or an empty string
+	 */
+	String lease() default "";
+
+	/**
+	 * In {@link Mode#LEASE}: exception types (and their subtypes) that retrying cannot
+	 * cure. When the method throws one, its claim is marked {@code FAILED} instead of
+	 * released, and a {@link dev.idempotency.IdempotencyClaimFailedException} goes to the
+	 * error handler's recoverer. Added to {@code idempotency.lease.non-retryable}.
+	 * @return the non-retryable exception types
+	 */
+	Class<? extends Throwable>[] nonRetryable() default {};
+
+	/**
+	 * In {@link Mode#LEASE}: whether to store a SHA-256 fingerprint of the record value
+	 * with the claim, so that a record with a known key but another payload is told from a
+	 * duplicate (see {@code idempotency.lease.fingerprint-mismatch}).
+	 * @return whether to fingerprint the payload
+	 */
+	boolean fingerprint() default false;
+
+	/**
+	 * In {@link Mode#LEASE}: SpEL expression whose value (as a string) is fingerprinted
+	 * instead of the whole record value, with the same root object as {@link #key()}.
+	 * Example: {@code "payload.amount + '/' + payload.currency"}. Setting it implies
+	 * {@link #fingerprint()}.
+	 * @return the fingerprint expression, or an empty string
+	 */
+	String fingerprintExpression() default "";
+
+	/**
+	 * In {@link Mode#LEASE}: whether to store the method's return value as JSON with the
+	 * claim, so that a duplicate returns the stored value instead of {@code null} and a
+	 * {@code @SendTo} reply is the same each time. The value must fit in
+	 * {@code idempotency.lease.max-result-size}.
+	 * @return whether to store the result
+	 */
+	boolean storeResult() default false;
+
+	/**
+	 * How the claim of a key relates to the listener method's work.
+	 */
+	enum Mode {
+
+		/**
+		 * The claim and the method's database work commit in one transaction: after a
+		 * crash there is nothing in progress. The default.
+		 */
+		TRANSACTIONAL,
+
+		/**
+		 * The claim commits alone, as {@code IN_PROGRESS} with a lease on the database
+		 * clock and a fencing token; the method runs outside any transaction of the
+		 * starter; completion is recorded only while the token still owns the key.
+		 */
+		LEASE
+
+	}
 
 }

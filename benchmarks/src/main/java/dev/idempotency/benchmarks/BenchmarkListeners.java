@@ -53,6 +53,23 @@ final class BenchmarkListeners {
 
 	}
 
+	// the claim, the insert (in auto-commit) and the completion each commit on their own
+	static class RecordLease {
+
+		private final JdbcTemplate jdbc;
+
+		RecordLease(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = "bench", topics = "${bench.topic}", groupId = "${bench.group}", autoStartup = "false")
+		@Idempotent(mode = Idempotent.Mode.LEASE)
+		public void on(String payload, @Header("X-Idempotency-Key") String key) {
+			this.jdbc.update(INSERT, key, payload);
+		}
+
+	}
+
 	static class BatchPlain {
 
 		private final JdbcTemplate jdbc;

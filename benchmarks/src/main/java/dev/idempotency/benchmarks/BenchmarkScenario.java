@@ -199,6 +199,12 @@ public final class BenchmarkScenario {
 		}
 
 		@Bean
+		@ConditionalOnProperty(name = "bench.listener", havingValue = "RECORD_LEASE")
+		BenchmarkListeners.RecordLease recordLease(JdbcTemplate jdbc, BusinessTable table) {
+			return new BenchmarkListeners.RecordLease(jdbc);
+		}
+
+		@Bean
 		@ConditionalOnProperty(name = "bench.listener", havingValue = "BATCH_PLAIN")
 		BenchmarkListeners.BatchPlain batchPlain(JdbcTemplate jdbc, BusinessTable table) {
 			return new BenchmarkListeners.BatchPlain(jdbc);

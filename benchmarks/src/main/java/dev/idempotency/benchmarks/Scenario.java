@@ -14,6 +14,8 @@ enum Scenario {
 
 	C_NO_CACHE("@Idempotent record listener, all duplicates, no cache", Listener.RECORD_IDEMPOTENT, true, false),
 
+	L("@Idempotent(mode = LEASE) record listener, all new", Listener.RECORD_LEASE, false, false),
+
 	D("baseline batch listener, one transaction per batch", Listener.BATCH_PLAIN, false, false),
 
 	E("@Idempotent batch listener, all new", Listener.BATCH_IDEMPOTENT, false, false),
@@ -43,7 +45,7 @@ enum Scenario {
 
 	enum Listener {
 
-		RECORD_PLAIN, RECORD_IDEMPOTENT, BATCH_PLAIN, BATCH_IDEMPOTENT
+		RECORD_PLAIN, RECORD_IDEMPOTENT, RECORD_LEASE, BATCH_PLAIN, BATCH_IDEMPOTENT
 
 	}
 

@@ -7,7 +7,13 @@ import javax.sql.DataSource;
 
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.internal.consumer.IdempotentListenerAdvisor;
+import dev.idempotency.internal.consumer.JacksonStoredResultCodec;
+import dev.idempotency.internal.consumer.LeaseInvoker;
+import dev.idempotency.internal.consumer.LeaseModeValidator;
+import dev.idempotency.internal.consumer.LeaseSettings;
+import dev.idempotency.StoredResultCodec;
 import dev.idempotency.internal.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.internal.consumer.IdempotentMethodValidator;
 import dev.idempotency.internal.consumer.InfrastructureRetryInstaller;
@@ -15,9 +21,12 @@ import dev.idempotency.internal.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.internal.store.JdbcProcessedMessageStore;
+import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
@@ -32,6 +41,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
@@ -75,7 +85,8 @@ public final class IdempotencyAutoConfiguration {
 	IdempotentListenerInterceptor idempotentListenerInterceptor(ProcessedMessageStore store,
 			IdempotencyKeyResolver keyResolver, IdempotencyProperties properties, ListableBeanFactory beanFactory,
 			ObjectProvider<DataSource> dataSource, ObjectProvider<IdempotencyMetrics> metrics,
-			ObjectProvider<ProcessedKeyCache> cache, ObjectProvider<ObservationRegistry> observationRegistry) {
+			ObjectProvider<ProcessedKeyCache> cache, ObjectProvider<ObservationRegistry> observationRegistry,
+			ObjectProvider<StoredResultCodec> resultCodec, ObjectProvider<LeaseLostHandler> leaseLostHandlers) {
 		PlatformTransactionManager transactionManager = transactionManager(beanFactory, properties);
 		TransactionOperations transactions;
 		if (transactionManager != null) {
@@ -96,7 +107,39 @@ public final class IdempotencyAutoConfiguration {
 		return new IdempotentListenerInterceptor(store, keyResolver, properties.missingKey(), transactions,
 				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
 				store.joinsTransaction() ? cache.getIfAvailable() : null,
-				observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP));
+				observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP),
+				leaseInvoker(store, properties, resultCodec, leaseLostHandlers));
+	}
+
+	private static @Nullable LeaseInvoker leaseInvoker(ProcessedMessageStore store, IdempotencyProperties properties,
+			ObjectProvider<StoredResultCodec> resultCodec, ObjectProvider<LeaseLostHandler> leaseLostHandlers) {
+		LeaseStore leases = store.leases();
+		if (leases == null) {
+			return null;
+		}
+		IdempotencyProperties.Lease lease = properties.lease();
+		LeaseSettings settings = new LeaseSettings(lease.duration(), lease.nonRetryable(),
+				lease.fingerprintMismatch(), lease.maxResultSize().toBytes());
+		return new LeaseInvoker(leases, settings, resultCodec.getIfUnique(),
+				() -> leaseLostHandlers.orderedStream().toList());
+	}
+
+	@Bean
+	static LeaseModeValidator idempotencyLeaseModeValidator(ObjectProvider<ProcessedMessageStore> store,
+			ObjectProvider<StoredResultCodec> resultCodec) {
+		return new LeaseModeValidator(store, () -> resultCodec.getIfUnique() != null);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(ObjectMapper.class)
+	static class StoredResultConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		StoredResultCodec idempotencyStoredResultCodec(ObjectProvider<ObjectMapper> objectMapper) {
+			return new JacksonStoredResultCodec(objectMapper.getIfUnique(() -> JsonMapper.builder().build()));
+		}
+
 	}
 
 	@Bean

@@ -1,6 +1,9 @@
 package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
+
+import dev.idempotency.FingerprintMismatchPolicy;
 
 import dev.idempotency.MissingKeyPolicy;
 import dev.idempotency.internal.store.TableName;
@@ -8,6 +11,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * Configuration of {@code @Idempotent} Kafka listeners.
@@ -32,6 +36,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param outbox The transactional outbox and its relay.
  * @param infrastructureRetry Retries of records that failed because the database, Redis
  * or a key held by another consumer was not available.
+ * @param lease The lease mode of @Idempotent(mode = LEASE) listeners.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
@@ -39,7 +44,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@DefaultValue("record-coordinates") MissingKeyPolicy missingKey, @DefaultValue("5s") Duration lockTimeout,
 		@Nullable String transactionManager, @DefaultValue(DEFAULT_ADVISOR_ORDER) int advisorOrder,
 		@DefaultValue Store store, @DefaultValue Flyway flyway, @DefaultValue Cache cache,
-		@DefaultValue Outbox outbox, @DefaultValue InfrastructureRetry infrastructureRetry) {
+		@DefaultValue Outbox outbox, @DefaultValue InfrastructureRetry infrastructureRetry,
+		@DefaultValue Lease lease) {
 
 	/**
 	 * Default order of the advisor: just outside the transaction advisor, which has the
@@ -89,6 +95,38 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			if (multiplier < 1.0) {
 				throw new IllegalArgumentException(
 						"idempotency.infrastructure-retry.multiplier must be at least 1, was " + multiplier);
+			}
+		}
+
+	}
+
+	/**
+	 * The lease mode of {@code @Idempotent(mode = LEASE)} listeners, whose effects are
+	 * outside the database: the claim commits alone with a lease and a fencing token.
+	 *
+	 * @param duration How long a claim holds its key before another consumer may take it
+	 * over, unless the annotation sets a lease. Counted on the database's clock. Must
+	 * exceed the longest listener invocation.
+	 * @param nonRetryable Exception types (with their subtypes) that mark a claim FAILED
+	 * instead of releasing it, so that the record goes to the error handler's recoverer and
+	 * is never processed again; added to each annotation's nonRetryable.
+	 * @param fingerprintMismatch What to do with a record whose key was claimed for a
+	 * payload with another fingerprint: "reject" it with a non-retryable exception (to the
+	 * recoverer, such as a dead-letter topic), or "warn", count and skip it.
+	 * @param maxResultSize Largest stored result (the JSON of a storeResult method's return
+	 * value). A larger one completes the claim without the result and fails the record
+	 * with a non-retryable exception.
+	 */
+	public record Lease(@DefaultValue("1m") Duration duration,
+			@DefaultValue List<Class<? extends Throwable>> nonRetryable,
+			@DefaultValue("reject") FingerprintMismatchPolicy fingerprintMismatch,
+			@DefaultValue("64KB") DataSize maxResultSize) {
+
+		public Lease {
+			requirePositive(duration, "idempotency.lease.duration");
+			if (maxResultSize.toBytes() < 1) {
+				throw new IllegalArgumentException(
+						"idempotency.lease.max-result-size must be positive, was " + maxResultSize);
 			}
 		}
 

@@ -24,6 +24,21 @@ public enum IdempotencyMeters {
 	CLAIM("idempotency.claim"),
 
 	/**
+	 * Counter of {@code @Idempotent(mode = LEASE)} invocations that finished their work but
+	 * found their claim taken over (their lease expired and another consumer claimed the
+	 * key): nothing was marked and the application's {@code LeaseLostHandler} beans were
+	 * called. Tag: {@code listener}. Registered with the first lost lease.
+	 */
+	LEASE_LOST("idempotency.lease.lost"),
+
+	/**
+	 * Counter of records whose key was claimed for a payload with another fingerprint.
+	 * Tags: {@code listener}; {@code policy} = {@code reject} (sent to the error handler's
+	 * recoverer) or {@code warn} (skipped). Registered with the first mismatch.
+	 */
+	FINGERPRINT_MISMATCHES("idempotency.fingerprint.mismatches"),
+
+	/**
 	 * Counter of lookups in the cache of processed keys. Tag {@code result} = {@code hit},
 	 * {@code miss}, {@code error} (a failure, a timeout, or the breaker open: the cache gave
 	 * no answer and the store decided).

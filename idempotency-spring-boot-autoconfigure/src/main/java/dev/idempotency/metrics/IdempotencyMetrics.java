@@ -104,6 +104,19 @@ public interface IdempotencyMetrics {
 		 */
 		void claim(long nanos);
 
+		/**
+		 * Count a lease lost before completion.
+		 */
+		default void leaseLost() {
+		}
+
+		/**
+		 * Count a record whose key was claimed for another payload.
+		 * @param policy the tag of the policy applied: {@code reject} or {@code warn}
+		 */
+		default void fingerprintMismatch(String policy) {
+		}
+
 	}
 
 }

@@ -5,6 +5,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Records which messages have been processed. Declare a bean of this type to replace the
  * store the starter configures.
@@ -87,6 +89,16 @@ public interface ProcessedMessageStore {
 	 */
 	default boolean joinsTransaction() {
 		return true;
+	}
+
+	/**
+	 * Return the claims with leases and fencing tokens of {@code @Idempotent(mode = LEASE)}
+	 * listeners on this store's table, if the store supports them.
+	 * @return the lease claims, or {@code null} (the default) when the store has none, in
+	 * which case lease-mode listeners stop the application at start-up
+	 */
+	default @Nullable LeaseStore leases() {
+		return null;
 	}
 
 	/**

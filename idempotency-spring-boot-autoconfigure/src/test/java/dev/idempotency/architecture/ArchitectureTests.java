@@ -43,14 +43,21 @@ class ArchitectureTests {
 	 */
 	static final Set<String> DECLARED_API = Set.of(
 			// the annotation and what it names
-			"dev.idempotency.Idempotent", "dev.idempotency.MissingKeyPolicy",
+			"dev.idempotency.Idempotent", "dev.idempotency.Idempotent$Mode", "dev.idempotency.MissingKeyPolicy",
+			"dev.idempotency.FingerprintMismatchPolicy",
+			// lease mode
+			"dev.idempotency.IdempotencyContext", "dev.idempotency.LeaseLostHandler", "dev.idempotency.StoredResultCodec",
+			"dev.idempotency.LeaseLostHandler$LostLease",
 			// exceptions
 			"dev.idempotency.IdempotencyKeyMissingException", "dev.idempotency.IdempotencyKeyInProgressException",
+			"dev.idempotency.IdempotencyClaimFailedException", "dev.idempotency.IdempotencyFingerprintMismatchException",
+			"dev.idempotency.IdempotencyResultTooLargeException", "dev.idempotency.IdempotencyExceptions",
 			// key resolution SPI
 			"dev.idempotency.IdempotencyKeyResolver", "dev.idempotency.InboundMessage",
 			// store SPI
 			"dev.idempotency.store.ProcessedMessageStore", "dev.idempotency.store.Claim",
-			"dev.idempotency.store.ProcessedMessage",
+			"dev.idempotency.store.ProcessedMessage", "dev.idempotency.store.LeaseStore",
+			"dev.idempotency.store.LeaseClaim", "dev.idempotency.store.LeaseClaim$State",
 			// cache SPI
 			"dev.idempotency.cache.ProcessedKeyCache",
 			// meters: their names and the recorder SPI

@@ -38,6 +38,8 @@ import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
+import dev.idempotency.StoredResultCodec;
+import dev.idempotency.FingerprintMismatchPolicy;
 import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -197,6 +199,38 @@ class IdempotencyAutoConfigurationTests {
 				assertThat(context.getBean(ProcessedMessageStore.class))
 					.isInstanceOf(RedisProcessedMessageStore.class);
 				assertThat(context).hasSingleBean(IdempotentListenerInterceptor.class);
+			});
+	}
+
+	@Test
+	void refusesLeaseModeOnTheRedisStore() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
+			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+			.withBean(LeaseListener.class)
+			.withPropertyValues("idempotency.store.type=redis")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("LeaseListener.on")
+				.hasMessageContaining("which the redis store does not support")
+				.hasMessageContaining("idempotency.store.type=jdbc"));
+	}
+
+	@Test
+	void bindsTheLeaseSettingsAndStoresResultsWithJackson() {
+		this.runner.withBean(LeaseListener.class)
+			.withPropertyValues("idempotency.lease.duration=45s",
+					"idempotency.lease.non-retryable=java.lang.IllegalArgumentException,java.io.IOException",
+					"idempotency.lease.fingerprint-mismatch=warn", "idempotency.lease.max-result-size=1KB")
+			.run((context) -> {
+				assertThat(context).hasNotFailed().hasSingleBean(StoredResultCodec.class);
+				IdempotencyProperties.Lease lease = context.getBean(IdempotencyProperties.class).lease();
+				assertThat(lease.duration()).isEqualTo(java.time.Duration.ofSeconds(45));
+				assertThat(lease.nonRetryable()).containsExactly(IllegalArgumentException.class,
+						java.io.IOException.class);
+				assertThat(lease.fingerprintMismatch()).isEqualTo(FingerprintMismatchPolicy.WARN);
+				assertThat(lease.maxResultSize().toBytes()).isEqualTo(1024);
 			});
 	}
 
@@ -504,6 +538,16 @@ class IdempotencyAutoConfigurationTests {
 		@KafkaListener(topics = "t", batch = "true")
 		@Idempotent
 		public void on(List<String> payloads, @Header(KafkaHeaders.OFFSET) List<Long> offsets) {
+		}
+
+	}
+
+	static class LeaseListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent(mode = Idempotent.Mode.LEASE, storeResult = true)
+		public String on(String payload) {
+			return payload;
 		}
 
 	}

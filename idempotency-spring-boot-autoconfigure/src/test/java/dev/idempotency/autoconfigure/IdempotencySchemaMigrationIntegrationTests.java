@@ -1,10 +1,18 @@
 package dev.idempotency.autoconfigure;
 
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+
 
 import dev.idempotency.outbox.Outbox;
+import dev.idempotency.store.LeaseClaim;
+import dev.idempotency.store.LeaseStore;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
+import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.SpringBootConfiguration;
@@ -13,6 +21,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatException;
@@ -59,10 +69,60 @@ class IdempotencySchemaMigrationIntegrationTests {
 					.containsExactly("1 orders", "2 order lines");
 				assertThat(jdbc.queryForList("SELECT version || ' ' || description FROM idempotency_schema_history "
 						+ "WHERE success AND version <> '0' ORDER BY installed_rank", String.class))
-					.containsExactly("1 processed messages", "2 outbox");
+					.containsExactly("1 processed messages", "2 outbox", "3 lease claims");
 				assertThat(List.of("orders", "order_lines", "processed_messages", "outbox"))
 					.allSatisfy((table) -> assertThat(exists(context, table)).as(table).isTrue());
 			}
+		}
+	}
+
+	@Test
+	void migratesATableOfThePreviousVersionInPlaceKeepingItsRowsProcessed() {
+		String url = createDatabase("previous_version");
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		DriverManagerDataSource dataSource = new DriverManagerDataSource(url, postgres.username(),
+				postgres.password());
+		// the schema as the previous version left it, with keys processed by it
+		Flyway.configure()
+			.dataSource(dataSource)
+			.locations(IdempotencySchemaMigration.LOCATION)
+			.table("idempotency_schema_history")
+			.baselineOnMigrate(true)
+			.baselineVersion("0")
+			.target("2")
+			.placeholders(Map.of("processed_messages_table", "processed_messages", "processed_messages_table_name",
+					"processed_messages", "outbox_table", "outbox", "outbox_table_name", "outbox"))
+			.load()
+			.migrate();
+		JdbcTemplate before = new JdbcTemplate(dataSource);
+		before.update("INSERT INTO processed_messages (consumer_group, idempotency_key, topic, partition, "
+				+ "record_offset) VALUES ('ledger', 'old-1', 'payments', 0, 41), ('ledger', 'old-2', 'payments', 1, 7)");
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				"spring.datasource.url=" + url)) {
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			assertThat(jdbc.queryForList("SELECT version FROM idempotency_schema_history WHERE success "
+					+ "AND version <> '0' ORDER BY installed_rank", String.class))
+				.containsExactly("1", "2", "3");
+			assertThat(jdbc.queryForList("SELECT idempotency_key || ' ' || coalesce(status, 'null') || ' ' || "
+					+ "record_offset FROM processed_messages ORDER BY idempotency_key", String.class))
+				.containsExactly("old-1 null 41", "old-2 null 7");
+			ProcessedMessageStore store = context.getBean(ProcessedMessageStore.class);
+			assertThat(store.isProcessed("ledger", "old-1")).isTrue();
+			// a key of the previous version is a duplicate to both modes
+			Boolean isNew = new TransactionTemplate(context.getBean(PlatformTransactionManager.class))
+				.execute((status) -> store.claim(new ProcessedMessage("ledger", "old-1", "payments", 0, 41)).isNew());
+			assertThat(isNew).isFalse();
+			LeaseStore leases = store.leases();
+			assertThat(leases.claim(new ProcessedMessage("ledger", "old-2", "payments", 1, 7), Duration.ofMinutes(1),
+					null)
+				.state()).isEqualTo(LeaseClaim.State.COMPLETED);
+			LeaseClaim fresh = leases.claim(new ProcessedMessage("ledger", "new-1", "payments", 0, 42),
+					Duration.ofMinutes(1), null);
+			assertThat(fresh.state()).isEqualTo(LeaseClaim.State.ACQUIRED);
+			assertThat(leases.complete(new ProcessedMessage("ledger", "new-1", "payments", 0, 42),
+					fresh.fencingToken(), null))
+				.isTrue();
+			assertThat(store.isProcessed("ledger", "new-1")).isTrue();
 		}
 	}
 

@@ -6,6 +6,7 @@ import java.util.function.IntUnaryOperator;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
@@ -46,6 +47,8 @@ import org.springframework.transaction.support.TransactionOperations;
  * method's work and is rethrown to the container's error handler; a skipped duplicate
  * returns normally, so its offset is committed. Each invocation is an
  * {@link IdempotencyObservation#LISTENER} observation unless the registry is a no-op.
+ * Listeners in {@code mode = LEASE} are handed to the {@link LeaseInvoker} once their key
+ * is resolved.
  */
 public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
@@ -78,6 +81,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final KafkaTransactionCheck kafkaTransactions = new KafkaTransactionCheck();
 
+	private final @Nullable LeaseInvoker leases;
+
 	/**
 	 * Create an interceptor.
 	 * @param store the store that claims keys
@@ -107,6 +112,26 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
 			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics,
 			@Nullable ProcessedKeyCache cache, ObservationRegistry observations) {
+		this(store, keyResolver, missingKeyPolicy, transactions, metrics, cache, observations, null);
+	}
+
+	/**
+	 * Create an interceptor that observes each invocation and runs lease-mode listeners.
+	 * @param store the store that claims keys
+	 * @param keyResolver resolves the key of each record
+	 * @param missingKeyPolicy what to do with a record without key
+	 * @param transactions runs each claim and listener invocation in a new transaction
+	 * @param metrics records each decision
+	 * @param cache the cache in front of the store, or {@code null}
+	 * @param observations where each invocation is observed; {@link ObservationRegistry#NOOP}
+	 * for none
+	 * @param leases runs {@code @Idempotent(mode = LEASE)} listeners, or {@code null} when the
+	 * store has no lease claims
+	 */
+	public IdempotentListenerInterceptor(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver,
+			MissingKeyPolicy missingKeyPolicy, TransactionOperations transactions, IdempotencyMetrics metrics,
+			@Nullable ProcessedKeyCache cache, ObservationRegistry observations, @Nullable LeaseInvoker leases) {
+		this.leases = leases;
 		this.observations = observations;
 		this.store = store;
 		this.keyResolver = keyResolver;
@@ -145,6 +170,10 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private @Nullable Object invoke(MethodInvocation invocation, Listener listener) throws Throwable {
 		@Nullable Object[] arguments = invocation.getArguments();
 		if (listener.method().isBatchInvocation()) {
+			if (listener.method().idempotent().mode() == Idempotent.Mode.LEASE) {
+				throw new IllegalStateException("@Idempotent(mode = LEASE) method " + listener.method().name()
+						+ " received a batch; lease mode is supported on record listeners only");
+			}
 			return this.batches.invoke(invocation, listener.method(), listener.metrics());
 		}
 		ConsumerRecord<?, ?> record = currentRecord(arguments, listener.method());
@@ -158,6 +187,10 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		}
 		ProcessedMessage message = new ProcessedMessage(listener.method().scope(record), StoredKey.of(key), record.topic(),
 				record.partition(), record.offset());
+		if (listener.method().idempotent().mode() == Idempotent.Mode.LEASE) {
+			return leases(listener).invoke(invocation, listener.method(), listener.metrics(), record, message,
+					arguments);
+		}
 		return claimAndProceed(invocation, listener, record, message, arguments);
 	}
 
@@ -364,6 +397,14 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				throw new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
 						listener.method().name());
 		}
+	}
+
+	private LeaseInvoker leases(Listener listener) {
+		if (this.leases == null) {
+			throw new IllegalStateException("@Idempotent(mode = LEASE) method " + listener.method().name()
+					+ " needs a store with lease claims (the jdbc store); the " + this.store.name() + " store has none");
+		}
+		return this.leases;
 	}
 
 	private Listener listener(MethodInvocation invocation) {

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.consumer;
 
+import dev.idempotency.IdempotencyExceptions;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
@@ -19,6 +20,8 @@ import org.springframework.util.backoff.BackOff;
  * every listener container of the registry, just before the registry starts them: the
  * application's own handler (from the container factory, a container customizer or the
  * retry topics), or spring-kafka's default {@link DefaultErrorHandler} when there is none.
+ * The starter's {@linkplain IdempotencyExceptions#notRetryable() non-retryable exceptions} are registered on a
+ * {@code DefaultErrorHandler}; a handler of another type must classify them itself.
  */
 public final class InfrastructureRetryInstaller implements SmartLifecycle {
 
@@ -51,8 +54,15 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 		if (container instanceof AbstractMessageListenerContainer<?, ?> listenerContainer
 				&& !(listenerContainer.getCommonErrorHandler() instanceof InfrastructureRetryingErrorHandler)) {
 			CommonErrorHandler application = listenerContainer.getCommonErrorHandler();
-			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(
-					(application != null) ? application : new DefaultErrorHandler(), this.backOff.get()));
+			if (application == null) {
+				application = new DefaultErrorHandler();
+			}
+			if (application instanceof DefaultErrorHandler defaultErrorHandler) {
+				// retrying cannot cure these: straight to the recoverer
+				defaultErrorHandler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
+			}
+			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(application,
+					this.backOff.get()));
 			if (logger.isDebugEnabled()) {
 				logger.debug("Infrastructure failures of container " + container.getListenerId()
 						+ " are retried without end before its error handler sees them");

@@ -166,6 +166,8 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 					+ "apart: take List<ConsumerRecord> or ConsumerRecords, or set the filter on the container "
 					+ "factory");
 		}
+		LeaseOptions.check(idempotent, method, display,
+				batchKind == BatchKind.RECORD_LIST || batchKind == BatchKind.CONSUMER_RECORDS);
 		if (batchKind != null && batchKind != BatchKind.PAYLOAD_LIST && payloadIndex == batchIndex) {
 			payloadIndex = -1;
 		}

@@ -31,4 +31,14 @@ final class ObservedListenerMetrics implements ListenerMetrics {
 		this.meters.claim(nanos);
 	}
 
+	@Override
+	public void leaseLost() {
+		this.meters.leaseLost();
+	}
+
+	@Override
+	public void fingerprintMismatch(String policy) {
+		this.meters.fingerprintMismatch(policy);
+	}
+
 }

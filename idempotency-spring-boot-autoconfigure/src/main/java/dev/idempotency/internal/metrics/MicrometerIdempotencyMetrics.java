@@ -131,6 +131,25 @@ public final class MicrometerIdempotencyMetrics implements IdempotencyMetrics {
 			this.claim.record(nanos, TimeUnit.NANOSECONDS);
 		}
 
+		@Override
+		public void leaseLost() {
+			Counter.builder(IdempotencyMeters.LEASE_LOST.meterName())
+				.description("Lease-mode invocations whose claim was taken over before they completed")
+				.tag("listener", this.listener)
+				.register(this.registry)
+				.increment();
+		}
+
+		@Override
+		public void fingerprintMismatch(String policy) {
+			Counter.builder(IdempotencyMeters.FINGERPRINT_MISMATCHES.meterName())
+				.description("Records whose key was claimed for a payload with another fingerprint")
+				.tag("listener", this.listener)
+				.tag("policy", policy)
+				.register(this.registry)
+				.increment();
+		}
+
 	}
 
 }

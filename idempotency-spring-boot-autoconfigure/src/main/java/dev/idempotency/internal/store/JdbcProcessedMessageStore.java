@@ -2,6 +2,7 @@ package dev.idempotency.internal.store;
 
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessageStore;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -88,6 +89,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private final String lockTimeout;
 
+	private final JdbcLeaseStore leases;
+
 	/**
 	 * Create a store on the given table.
 	 * @param jdbcTemplate the template on the application's {@code DataSource}
@@ -102,6 +105,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.existsSql = EXISTS.formatted(table.qualified());
 		this.unclaimSql = UNCLAIM.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		this.leases = new JdbcLeaseStore(jdbcTemplate, table);
 		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
 		this.lockTimeout = (lockTimeout.isZero() || lockTimeout.isNegative()) ? "0"
 				: Long.toString(Math.max(1, lockTimeout.toMillis()));
@@ -237,6 +241,14 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	public boolean isProcessed(String scope, String key) {
 		Boolean exists = this.jdbcTemplate.queryForObject(this.existsSql, Boolean.class, scope, key);
 		return Boolean.TRUE.equals(exists);
+	}
+
+	/**
+	 * Return the lease claims on the same table, whose statements commit on their own.
+	 */
+	@Override
+	public LeaseStore leases() {
+		return this.leases;
 	}
 
 	@Override

@@ -15,6 +15,7 @@ import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.idempotency.IdempotencyContext;
 import dev.idempotency.Idempotent;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.test.TestApplications;
@@ -34,6 +35,7 @@ import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -61,6 +63,8 @@ class DashboardScrapeIntegrationTests {
 
 	private static final String OUTBOX_TOPIC = "it-scrape-out";
 
+	private static final String LEASE_TOPIC = "it-scrape-lease";
+
 	private static final Path DOCS = Path.of("..", "docs");
 
 	private static final Pattern SELECTOR = Pattern.compile("\\b(idempotency_[a-z0-9_]+)\\s*(\\{([^}]*)\\})?");
@@ -85,6 +89,7 @@ class DashboardScrapeIntegrationTests {
 		redis = TestRedis.start();
 		TestInfrastructure.createTopic(TOPIC, 1);
 		TestInfrastructure.createTopic(OUTBOX_TOPIC, 1);
+		TestInfrastructure.createTopic(LEASE_TOPIC, 1);
 		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
 				redis.springProperty(), "management.prometheus.metrics.export.enabled=true",
 				"idempotency.cache.enabled=true", "idempotency.missing-key=reject",
@@ -142,6 +147,13 @@ class DashboardScrapeIntegrationTests {
 		// rejected: no key, policy reject
 		TestKafka.send(TOPIC, 0, "no key", Map.of());
 		awaitCount("rejected", "none", 1);
+		// lease mode: a fingerprint mismatch, and a lease lost to a (simulated) takeover
+		TestKafka.send(LEASE_TOPIC, 0, "amount=10", Map.of("X-Idempotency-Key", run + "-l"));
+		TestKafka.send(LEASE_TOPIC, 0, "amount=99", Map.of("X-Idempotency-Key", run + "-l"));
+		TestKafka.send(LEASE_TOPIC, 0, "taken over", Map.of("X-Idempotency-Key", run + "-t"));
+		await().atMost(Duration.ofSeconds(30))
+			.until(() -> TestMeters.count(context, "idempotency.fingerprint.mismatches") == 1
+					&& TestMeters.count(context, "idempotency.lease.lost") == 1);
 		// an outbox event published, and one dead (its topic does not exist; one attempt)
 		TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
 		Outbox outbox = context.getBean(Outbox.class);
@@ -312,6 +324,11 @@ class DashboardScrapeIntegrationTests {
 			return new Listener();
 		}
 
+		@Bean
+		LeaseListener leaseListener(JdbcTemplate jdbc) {
+			return new LeaseListener(jdbc);
+		}
+
 	}
 
 	static class Listener {
@@ -321,6 +338,27 @@ class DashboardScrapeIntegrationTests {
 		public void on(String value) {
 			if ("fail".equals(value)) {
 				throw new IllegalStateException("Simulated failure");
+			}
+		}
+
+	}
+
+	static class LeaseListener {
+
+		private final JdbcTemplate jdbc;
+
+		LeaseListener(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = "scrape-lease", topics = LEASE_TOPIC, groupId = "scrape-lease")
+		@Idempotent(mode = Idempotent.Mode.LEASE, fingerprint = true)
+		public void on(String value) {
+			if ("taken over".equals(value)) {
+				// what another consumer's takeover after this one's lease expired does to the claim
+				this.jdbc.update("UPDATE processed_messages SET fencing_token = "
+						+ "nextval('processed_messages_fencing_seq') WHERE idempotency_key = ?",
+						IdempotencyContext.key());
 			}
 		}
 

@@ -1,0 +1,261 @@
+package dev.idempotency.internal.consumer;
+
+import dev.idempotency.StoredResultCodec;
+
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+import dev.idempotency.IdempotencyClaimFailedException;
+import dev.idempotency.IdempotencyContext;
+import dev.idempotency.IdempotencyFingerprintMismatchException;
+import dev.idempotency.IdempotencyKeyInProgressException;
+import dev.idempotency.IdempotencyResultTooLargeException;
+import dev.idempotency.LeaseLostHandler;
+import dev.idempotency.LeaseLostHandler.LostLease;
+import dev.idempotency.FingerprintMismatchPolicy;
+import dev.idempotency.internal.key.Fingerprints;
+import dev.idempotency.metrics.DecisionSource;
+import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
+import dev.idempotency.metrics.Outcome;
+import dev.idempotency.store.LeaseClaim;
+import dev.idempotency.store.LeaseStore;
+import dev.idempotency.store.ProcessedMessage;
+import org.aopalliance.intercept.MethodInvocation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Runs {@code @Idempotent(mode = LEASE)} record listeners: claims the key on its own with
+ * a lease and a fencing token, runs the method outside any transaction of the starter
+ * with the token in {@link IdempotencyContext}, then completes the claim, fenced on the
+ * token. A failure releases the claim, or marks it {@code FAILED} when its type is not
+ * retryable. A claim held by a live lease is sent back to the error handler as
+ * {@link IdempotencyKeyInProgressException}; a {@code FAILED} one as the non-retryable
+ * {@link IdempotencyClaimFailedException}. A lost lease marks nothing, is counted, and is
+ * passed to the application's {@link LeaseLostHandler} beans.
+ */
+public final class LeaseInvoker {
+
+	private static final Log logger = LogFactory.getLog(LeaseInvoker.class);
+
+	private final LeaseStore store;
+
+	private final LeaseSettings settings;
+
+	private final @Nullable StoredResultCodec results;
+
+	private final Supplier<List<LeaseLostHandler>> leaseLostHandlers;
+
+	private final Map<Method, LeaseOptions> options = new ConcurrentHashMap<>();
+
+	/**
+	 * Create an invoker.
+	 * @param store the lease claims of the store
+	 * @param settings the application-wide settings
+	 * @param results writes and reads stored results, or {@code null} when the
+	 * application has no JSON mapper
+	 * @param leaseLostHandlers the application's handlers of lost leases
+	 */
+	public LeaseInvoker(LeaseStore store, LeaseSettings settings, @Nullable StoredResultCodec results,
+			Supplier<List<LeaseLostHandler>> leaseLostHandlers) {
+		this.store = store;
+		this.settings = settings;
+		this.results = results;
+		this.leaseLostHandlers = leaseLostHandlers;
+	}
+
+	@Nullable Object invoke(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
+			ConsumerRecord<?, ?> record, ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
+		LeaseOptions options = this.options.computeIfAbsent(method.method(),
+				(key) -> LeaseOptions.of(method, this.settings));
+		String fingerprint = options.fingerprint() ? Fingerprints.of(record, method.payload(arguments, record),
+				options.fingerprintExpression(), json()) : null;
+		long start = System.nanoTime();
+		LeaseClaim claim = this.store.claim(message, options.lease(), fingerprint);
+		metrics.claim(System.nanoTime() - start);
+		if (claim.state() != LeaseClaim.State.ACQUIRED && fingerprint != null && claim.fingerprint() != null
+				&& !fingerprint.equals(claim.fingerprint())) {
+			return mismatch(method, metrics, message, arguments);
+		}
+		switch (claim.state()) {
+			case COMPLETED:
+				return duplicate(method, metrics, message, arguments, claim, options);
+			case FAILED:
+				metrics.message(Outcome.FAILED, DecisionSource.STORE);
+				throw new IdempotencyClaimFailedException("The claim of " + describe(message) + " in "
+						+ method.name() + " was marked FAILED after a non-retryable failure (" + claim.failure()
+						+ "); it is not processed again. Delete its row to process it again");
+			case IN_PROGRESS:
+				metrics.message(Outcome.FAILED, DecisionSource.STORE);
+				throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope() + "' is held by "
+						+ "another consumer within its lease (record " + message.topic() + "-" + message.partition()
+						+ "@" + message.offset() + ", " + method.name() + "); retry later");
+			default:
+				return proceed(invocation, method, metrics, message, claim, options);
+		}
+	}
+
+	private @Nullable Object proceed(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
+			ProcessedMessage message, LeaseClaim claim, LeaseOptions options) throws Throwable {
+		long token = claim.fencingToken();
+		if (claim.takenOver()) {
+			logger.warn("Took over the expired lease of " + describe(message) + " in " + method.name()
+					+ " with fencing token " + token + "; its previous holder stalled or died");
+		}
+		DeferredAcknowledgment acknowledgment = IdempotentListenerInterceptor.deferAcknowledgment(invocation,
+				method);
+		Object result;
+		Object previous = IdempotencyContext.bind(message.key(), token);
+		try {
+			result = invocation.proceed();
+		}
+		catch (Throwable ex) {
+			if (acknowledgment != null) {
+				acknowledgment.discard();
+			}
+			throw failed(method, metrics, message, token, options, ex);
+		}
+		finally {
+			IdempotencyContext.restore(previous);
+		}
+		if (acknowledgment != null && acknowledgment.isNacked()) {
+			this.store.release(message, token);
+			if (logger.isDebugEnabled()) {
+				logger.debug("Released " + describe(message) + " in " + method.name() + ": the listener nacked it");
+			}
+			acknowledgment.release();
+			return null;
+		}
+		String json = null;
+		IdempotencyResultTooLargeException tooLarge = null;
+		if (options.storeResult() && result != null) {
+			json = Objects.requireNonNull(this.results, "no StoredResultCodec").write(result);
+			int size = json.getBytes(StandardCharsets.UTF_8).length;
+			if (size > this.settings.maxResultSize()) {
+				tooLarge = new IdempotencyResultTooLargeException("The result of " + method.name() + " for "
+						+ describe(message) + " is " + size + " bytes of JSON, more than "
+						+ "idempotency.lease.max-result-size (" + this.settings.maxResultSize() + " bytes); its work "
+						+ "is done and its claim completed without the result. Return less, or raise the limit");
+				json = null;
+			}
+		}
+		boolean completed;
+		try {
+			completed = this.store.complete(message, token, json);
+		}
+		catch (RuntimeException ex) {
+			// the work is done: sending the record back would run it again once the lease expired
+			logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
+					+ " after its work was done; it stays IN_PROGRESS, and a redelivery after its lease expired "
+					+ "would process it again: " + ex);
+			completed = true;
+		}
+		if (completed) {
+			metrics.message(Outcome.PROCESSED, DecisionSource.STORE);
+			if (logger.isDebugEnabled()) {
+				logger.debug("Processed " + describe(message) + " in " + method.name() + " with fencing token "
+						+ token);
+			}
+		}
+		else {
+			leaseLost(method, metrics, message, token);
+		}
+		if (acknowledgment != null) {
+			acknowledgment.release();
+		}
+		if (tooLarge != null) {
+			throw tooLarge;
+		}
+		return result;
+	}
+
+	private Throwable failed(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message, long token,
+			LeaseOptions options, Throwable ex) {
+		metrics.message(Outcome.FAILED, DecisionSource.STORE);
+		boolean nonRetryable = options.isNonRetryable(ex);
+		try {
+			if (nonRetryable) {
+				if (this.store.fail(message, token, ex.toString())) {
+					return new IdempotencyClaimFailedException("The claim of " + describe(message) + " in "
+							+ method.name() + " is marked FAILED: the listener threw the non-retryable " + ex, ex);
+				}
+			}
+			else {
+				this.store.release(message, token);
+			}
+		}
+		catch (RuntimeException storeFailure) {
+			ex.addSuppressed(storeFailure);
+		}
+		if (logger.isDebugEnabled()) {
+			logger.debug("Released " + describe(message) + " in " + method.name() + " after " + ex);
+		}
+		return ex;
+	}
+
+	private void leaseLost(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message, long token) {
+		metrics.leaseLost();
+		logger.warn("The claim of " + describe(message) + " in " + method.name() + " with fencing token " + token
+				+ " was taken over before it completed (its lease expired): nothing was marked, and its effects "
+				+ "may have been applied twice");
+		LostLease lost = new LostLease(method.name(), message.scope(), message.key(), token, message.topic(),
+				message.partition(), message.offset());
+		for (LeaseLostHandler handler : this.leaseLostHandlers.get()) {
+			try {
+				handler.leaseLost(lost);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("LeaseLostHandler " + handler.getClass().getName() + " failed on " + describe(message),
+						ex);
+			}
+		}
+	}
+
+	private @Nullable Object duplicate(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message,
+			@Nullable Object[] arguments, LeaseClaim claim, LeaseOptions options) {
+		metrics.message(Outcome.DUPLICATE, DecisionSource.STORE);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Skipped duplicate " + describe(message) + " for " + method.name() + " (store)");
+		}
+		IdempotentListenerInterceptor.acknowledge(method, arguments);
+		if (options.storeResult() && claim.result() != null) {
+			return Objects.requireNonNull(this.results, "no StoredResultCodec")
+				.read(claim.result(), options.resultType());
+		}
+		return null;
+	}
+
+	private @Nullable Object mismatch(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message,
+			@Nullable Object[] arguments) {
+		FingerprintMismatchPolicy policy = this.settings.fingerprintMismatch();
+		metrics.fingerprintMismatch(policy.name().toLowerCase(java.util.Locale.ROOT));
+		metrics.message(Outcome.REJECTED, DecisionSource.STORE);
+		String text = "Record " + describe(message) + " for " + method.name() + " carries a key that was claimed "
+				+ "for another payload (the fingerprints differ): a client error, not a duplicate";
+		if (policy == FingerprintMismatchPolicy.REJECT) {
+			throw new IdempotencyFingerprintMismatchException(text);
+		}
+		logger.warn(text + "; skipped (idempotency.lease.fingerprint-mismatch=warn)");
+		IdempotentListenerInterceptor.acknowledge(method, arguments);
+		return null;
+	}
+
+	private @Nullable Function<Object, byte[]> json() {
+		StoredResultCodec codec = this.results;
+		return (codec != null) ? (value) -> codec.write(value).getBytes(StandardCharsets.UTF_8) : null;
+	}
+
+	private static String describe(ProcessedMessage message) {
+		return message.topic() + "-" + message.partition() + "@" + message.offset() + " (scope " + message.scope()
+				+ ")";
+	}
+
+}

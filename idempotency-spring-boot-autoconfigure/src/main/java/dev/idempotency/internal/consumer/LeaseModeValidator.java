@@ -1,0 +1,94 @@
+package dev.idempotency.internal.consumer;
+
+import dev.idempotency.StoredResultCodec;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.store.ProcessedMessageStore;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.BeanInitializationException;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.AnnotationUtils;
+
+/**
+ * Stops the application context at start-up when an {@code @Idempotent(mode = LEASE)}
+ * method asks for what the application cannot give it: lease claims on a store that has
+ * none (the Redis-only store), or stored results without a JSON mapper. The message names
+ * the method.
+ */
+public final class LeaseModeValidator implements BeanPostProcessor, SmartInitializingSingleton {
+
+	private final ObjectProvider<ProcessedMessageStore> store;
+
+	private final BooleanSupplier hasResultCodec;
+
+	private final List<String> leaseMethods = new ArrayList<>();
+
+	private final List<String> resultMethods = new ArrayList<>();
+
+	/**
+	 * Create a validator.
+	 * @param store the processed-message store, looked up after all singletons exist
+	 * @param hasResultCodec whether a codec of stored results exists
+	 */
+	public LeaseModeValidator(ObjectProvider<ProcessedMessageStore> store, BooleanSupplier hasResultCodec) {
+		this.store = store;
+		this.hasResultCodec = hasResultCodec;
+	}
+
+	@Override
+	public Object postProcessAfterInitialization(Object bean, String beanName) {
+		Class<?> targetClass = AopUtils.getTargetClass(bean);
+		if (!AnnotationUtils.isCandidateClass(targetClass, Idempotent.class)) {
+			return bean;
+		}
+		Map<Method, Idempotent> methods = MethodIntrospector.selectMethods(targetClass,
+				(MethodIntrospector.MetadataLookup<Idempotent>) (method) -> AnnotatedElementUtils
+					.findMergedAnnotation(method, Idempotent.class));
+		methods.forEach((method, idempotent) -> {
+			String name = "'" + beanName + "' " + targetClass.getName() + "." + method.getName();
+			if (idempotent.mode() == Idempotent.Mode.LEASE) {
+				synchronized (this.leaseMethods) {
+					this.leaseMethods.add(name);
+					if (idempotent.storeResult()) {
+						this.resultMethods.add(name);
+					}
+				}
+			}
+		});
+		return bean;
+	}
+
+	@Override
+	public void afterSingletonsInstantiated() {
+		synchronized (this.leaseMethods) {
+			if (this.leaseMethods.isEmpty()) {
+				return;
+			}
+			ProcessedMessageStore store = this.store.getIfUnique();
+			if (store != null && store.leases() == null) {
+				throw new BeanInitializationException("@Idempotent(mode = LEASE) methods " + this.leaseMethods
+						+ " need lease claims with fencing tokens, which the " + store.name() + " store does not "
+						+ "support (fingerprints and stored results neither): use the jdbc store "
+						+ "(idempotency.store.type=jdbc), or the transactional mode");
+			}
+			if (!this.resultMethods.isEmpty() && !this.hasResultCodec.getAsBoolean()) {
+				throw new BeanInitializationException("@Idempotent(storeResult = true) methods " + this.resultMethods
+						+ " need a Jackson JsonMapper to store their results as JSON, and the application has none: "
+						+ "add Jackson (spring-boot-starter-json), declare a StoredResultCodec bean, or remove "
+						+ "storeResult");
+			}
+		}
+	}
+
+}
