@@ -1,7 +1,6 @@
 package dev.idempotency.internal.consumer;
 
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,8 +23,6 @@ import org.aopalliance.intercept.MethodInvocation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.common.TopicPartition;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.ProxyMethodInvocation;
@@ -42,7 +39,7 @@ final class BatchInvoker {
 
 	private static final Log logger = LogFactory.getLog(BatchInvoker.class);
 
-	private static final Object NOTHING_NEW = new Object();
+	static final Object NOTHING_NEW = new Object();
 
 	private final ProcessedMessageStore store;
 
@@ -69,38 +66,10 @@ final class BatchInvoker {
 	@Nullable Object invoke(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics)
 			throws Throwable {
 		Object batch = invocation.getArguments()[method.batchIndex()];
-		List<ConsumerRecord<?, ?>> records = records(method, batch);
+		List<ConsumerRecord<?, ?>> records = BatchShapes.records(method, batch);
 		List<?> payloads = (method.batchKind() == ListenerMethod.BatchKind.PAYLOAD_LIST) ? (List<?>) batch : null;
 		return invoke((ProxyMethodInvocation) invocation, method, metrics, records, payloads,
-				containerIndexes(method, records), false);
-	}
-
-	/**
-	 * Map positions in the records the interceptor works on to the batch the container
-	 * delivered: the same, except for a List of payloads behind the factory's record
-	 * filter, where the container still counts the records the filter removed.
-	 */
-	private static IntUnaryOperator containerIndexes(ListenerMethod method, List<ConsumerRecord<?, ?>> records) {
-		ConsumerRecords<?, ?> delivered = CurrentRecord.batch();
-		if (method.batchKind() != ListenerMethod.BatchKind.PAYLOAD_LIST || CurrentRecord.filteredBatch() == null
-				|| delivered == null || delivered.count() == records.size()) {
-			return IntUnaryOperator.identity();
-		}
-		Map<ConsumerRecord<?, ?>, Integer> positions = new IdentityHashMap<>();
-		int position = 0;
-		for (ConsumerRecord<?, ?> record : delivered) {
-			positions.put(record, position++);
-		}
-		int[] indexes = new int[records.size()];
-		for (int i = 0; i < indexes.length; i++) {
-			Integer index = positions.get(records.get(i));
-			if (index == null) {
-				throw new IllegalStateException("A record that passed the filter of " + method.name()
-						+ " is not in the batch the container delivered");
-			}
-			indexes[i] = index;
-		}
-		return (i) -> indexes[i];
+				BatchShapes.containerIndexes(method, records), false);
 	}
 
 	private @Nullable Object invoke(ProxyMethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
@@ -133,7 +102,7 @@ final class BatchInvoker {
 		}
 		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
 		List<Integer> candidates = notCached(messages, metrics);
-		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages,
+		BatchAttempt attempt = new BatchAttempt(invocation, method, batch, records, payloads, candidates, messages,
 				containerIndexes, firstRejected);
 		Object result;
 		try {
@@ -222,7 +191,7 @@ final class BatchInvoker {
 	 * name it in the batch the container delivered, so that the error handler commits the
 	 * records before it and retries or recovers it.
 	 */
-	private @Nullable Object retryBefore(BatchListenerFailedException ex, Attempt attempt,
+	private @Nullable Object retryBefore(BatchListenerFailedException ex, BatchAttempt attempt,
 			ProxyMethodInvocation pristine, ListenerMetrics metrics) throws Throwable {
 		int failed = attempt.positionOf(ex);
 		if (failed < 0) {
@@ -237,7 +206,7 @@ final class BatchInvoker {
 				prefix.add(i);
 			}
 			@Nullable Object[] arguments = pristine.getArguments();
-			arguments[method.batchIndex()] = filtered(method, attempt.batch, attempt.records, attempt.payloads, prefix);
+			arguments[method.batchIndex()] = BatchShapes.filtered(method, attempt.batch, attempt.records, attempt.payloads, prefix);
 			pristine.setArguments(arguments);
 			invoke(pristine, method, metrics, attempt.records.subList(0, failed),
 					(attempt.payloads != null) ? attempt.payloads.subList(0, failed) : null, attempt.containerIndexes,
@@ -340,184 +309,6 @@ final class BatchInvoker {
 		}
 		metrics.messages(Outcome.FAILED, DecisionSource.STORE, candidates);
 		return ex;
-	}
-
-	/**
-	 * One attempt at a batch: its claims, the records kept for the listener, and the
-	 * acknowledgment the listener was given.
-	 */
-	private static final class Attempt {
-
-		final ProxyMethodInvocation invocation;
-
-		final ListenerMethod method;
-
-		final Object batch;
-
-		final List<ConsumerRecord<?, ?>> records;
-
-		final @Nullable List<?> payloads;
-
-		final List<Integer> candidates;
-
-		final ProcessedMessage[] messages;
-
-		final List<Claim> claims = new ArrayList<>();
-
-		/** Indexes in the delivered batch of the records the listener receives. */
-		final List<Integer> kept = new ArrayList<>();
-
-		final IntUnaryOperator containerIndexes;
-
-		final int firstRejected;
-
-		@Nullable DeferredAcknowledgment acknowledgment;
-
-		Attempt(ProxyMethodInvocation invocation, ListenerMethod method, Object batch,
-				List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, List<Integer> candidates,
-				ProcessedMessage[] messages, IntUnaryOperator containerIndexes, int firstRejected) {
-			this.containerIndexes = containerIndexes;
-			this.firstRejected = firstRejected;
-			this.invocation = invocation;
-			this.method = method;
-			this.batch = batch;
-			this.records = records;
-			this.payloads = payloads;
-			this.candidates = candidates;
-			this.messages = messages;
-		}
-
-		@Nullable Object proceedWithNew() {
-			for (int i = 0; i < this.candidates.size(); i++) {
-				if (this.claims.get(i).isNew()) {
-					this.kept.add(this.candidates.get(i));
-				}
-			}
-			if (this.kept.isEmpty()) {
-				return NOTHING_NEW;
-			}
-			@Nullable Object[] arguments = this.invocation.getArguments().clone();
-			if (this.kept.size() < this.records.size()) {
-				arguments[this.method.batchIndex()] = filtered(this.method, this.batch, this.records, this.payloads,
-						this.kept);
-			}
-			this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments,
-					(index) -> this.containerIndexes.applyAsInt(position(index)));
-			this.invocation.setArguments(arguments);
-			return IdempotentListenerInterceptor.proceed(this.invocation);
-		}
-
-		/** The position in the records of the record at an index of the list the listener received. */
-		int position(int index) {
-			if (index < 0 || index >= this.kept.size()) {
-				throw new IndexOutOfBoundsException("Index " + index + " is outside the batch of " + this.kept.size()
-						+ " records the listener received");
-			}
-			return this.kept.get(index);
-		}
-
-		/**
-		 * Return the position in the records of the record a
-		 * {@link BatchListenerFailedException} names, or -1.
-		 */
-		int positionOf(BatchListenerFailedException ex) {
-			ConsumerRecord<?, ?> named = ex.getRecord();
-			if (named == null) {
-				return (ex.getIndex() >= 0 && ex.getIndex() < this.kept.size()) ? this.kept.get(ex.getIndex()) : -1;
-			}
-			for (int i = 0; i < this.records.size(); i++) {
-				ConsumerRecord<?, ?> record = this.records.get(i);
-				if (record.topic().equals(named.topic()) && record.partition() == named.partition()
-						&& record.offset() == named.offset()) {
-					return i;
-				}
-			}
-			return -1;
-		}
-
-		boolean keptBefore(int delivered) {
-			return !this.kept.isEmpty() && this.kept.get(0) < delivered;
-		}
-
-		boolean isNacked() {
-			return this.acknowledgment != null && this.acknowledgment.isNacked();
-		}
-
-		/** The messages a batch nack handed back: the kept ones from the nacked index on. */
-		List<ProcessedMessage> handedBack() {
-			List<ProcessedMessage> handedBack = new ArrayList<>();
-			for (int i = Math.max(0, this.acknowledgment.nackIndex()); i < this.kept.size(); i++) {
-				handedBack.add(this.messages[this.kept.get(i)]);
-			}
-			return handedBack;
-		}
-
-		/** The claims a batch nack handed back, removed from the claims to complete. */
-		List<Claim> handedBackClaims() {
-			List<Claim> handedBack = new ArrayList<>();
-			int from = Math.max(0, this.acknowledgment.nackIndex());
-			for (int i = 0, keptIndex = 0; i < this.candidates.size(); i++) {
-				if (this.claims.get(i).isNew()) {
-					if (keptIndex >= from) {
-						handedBack.add(this.claims.set(i, Claim.DUPLICATE));
-					}
-					keptIndex++;
-				}
-			}
-			return handedBack;
-		}
-
-	}
-
-	private static List<ConsumerRecord<?, ?>> records(ListenerMethod method, Object batch) {
-		List<ConsumerRecord<?, ?>> records = new ArrayList<>();
-		switch (method.batchKind()) {
-			case RECORD_LIST -> ((List<?>) batch).forEach((record) -> records.add((ConsumerRecord<?, ?>) record));
-			case CONSUMER_RECORDS -> ((ConsumerRecords<?, ?>) batch).forEach(records::add);
-			default -> {
-				List<? extends ConsumerRecord<?, ?>> filtered = CurrentRecord.filteredBatch();
-				ConsumerRecords<?, ?> bound = CurrentRecord.batch();
-				if (filtered != null) {
-					records.addAll(filtered);
-				}
-				else if (bound != null) {
-					bound.forEach(records::add);
-				}
-				if (records.size() != ((List<?>) batch).size()) {
-					throw new IllegalStateException("The batch of " + method.name() + " has " + ((List<?>) batch).size()
-							+ " payloads for " + records.size() + " records, so they cannot be matched (a record "
-							+ "filter the starter does not know of?); take List<ConsumerRecord> instead");
-				}
-			}
-		}
-		return records;
-	}
-
-	@SuppressWarnings({ "unchecked", "rawtypes" })
-	private static Object filtered(ListenerMethod method, Object batch, List<ConsumerRecord<?, ?>> records,
-			@Nullable List<?> payloads, List<Integer> kept) {
-		switch (method.batchKind()) {
-			case CONSUMER_RECORDS -> {
-				Map<TopicPartition, List<ConsumerRecord>> byPartition = new LinkedHashMap<>();
-				for (int index : kept) {
-					ConsumerRecord<?, ?> record = records.get(index);
-					byPartition.computeIfAbsent(new TopicPartition(record.topic(), record.partition()),
-							(partition) -> new ArrayList<>())
-						.add(record);
-				}
-				return new ConsumerRecords(byPartition, ((ConsumerRecords<?, ?>) batch).nextOffsets());
-			}
-			case RECORD_LIST -> {
-				List<Object> filtered = new ArrayList<>(kept.size());
-				kept.forEach((index) -> filtered.add(records.get(index)));
-				return filtered;
-			}
-			default -> {
-				List<Object> filtered = new ArrayList<>(kept.size());
-				kept.forEach((index) -> filtered.add(payloads.get(index)));
-				return filtered;
-			}
-		}
 	}
 
 }
