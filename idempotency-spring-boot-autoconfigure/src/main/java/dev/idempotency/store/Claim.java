@@ -37,4 +37,24 @@ public interface Claim {
 	default void release() {
 	}
 
+	/**
+	 * Release the new claims of a unit of work that failed, so that its retry can claim
+	 * them again. A release that fails is added to the failure as suppressed, and the
+	 * others are still released.
+	 * @param claims the claims, new or not
+	 * @param failure the failure of the unit of work
+	 */
+	static void releaseNew(Iterable<? extends Claim> claims, Throwable failure) {
+		for (Claim claim : claims) {
+			if (claim != null && claim.isNew()) {
+				try {
+					claim.release();
+				}
+				catch (RuntimeException releaseFailure) {
+					failure.addSuppressed(releaseFailure);
+				}
+			}
+		}
+	}
+
 }

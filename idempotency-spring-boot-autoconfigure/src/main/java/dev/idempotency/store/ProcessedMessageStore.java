@@ -46,16 +46,7 @@ public interface ProcessedMessageStore {
 		}
 		catch (RuntimeException ex) {
 			// give back what this batch already took, so that its retry can take it again
-			for (Claim claim : claims) {
-				if (claim.isNew()) {
-					try {
-						claim.release();
-					}
-					catch (RuntimeException releaseFailure) {
-						ex.addSuppressed(releaseFailure);
-					}
-				}
-			}
+			Claim.releaseNew(claims, ex);
 			throw ex;
 		}
 		return claims;

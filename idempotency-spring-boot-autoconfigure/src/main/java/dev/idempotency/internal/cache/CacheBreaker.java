@@ -4,12 +4,17 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
 /**
  * Stops asking a failing cache for a while. After {@code threshold} consecutive failures
  * the breaker opens for {@code openFor}; then one request is let through as a probe: its
  * success closes the breaker, its failure opens it again.
  */
 final class CacheBreaker {
+
+	private static final Log logger = LogFactory.getLog(CacheBreaker.class);
 
 	private final int threshold;
 
@@ -51,19 +56,34 @@ final class CacheBreaker {
 	 * Record a success.
 	 * @return whether the breaker was open (the success was a probe that closed it)
 	 */
+	/**
+	 * Record a request that Redis answered; returns whether the breaker was open.
+	 */
 	boolean success() {
 		this.failures.set(0);
 		this.probing.set(false);
 		boolean wasOpen = this.open;
 		this.open = false;
+		if (wasOpen) {
+			logger.info("Redis cache of processed keys answers again");
+		}
 		return wasOpen;
 	}
 
-	void failure() {
+	/**
+	 * Record a request that failed, opening the breaker past the threshold (or at once
+	 * after a failed probe).
+	 */
+	void failure(Throwable cause) {
 		boolean failedProbe = this.probing.getAndSet(false);
 		if (failedProbe || this.failures.incrementAndGet() >= this.threshold) {
 			this.openedAt = System.nanoTime();
+			boolean wasOpen = this.open;
 			this.open = true;
+			if (!wasOpen) {
+				logger.warn("Redis cache of processed keys is failing (" + cause
+						+ "); not asking it for a while, the store decides meanwhile");
+			}
 		}
 	}
 

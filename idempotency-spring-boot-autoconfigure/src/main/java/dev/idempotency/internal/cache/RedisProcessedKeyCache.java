@@ -91,19 +91,17 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		RedisFuture<Long> exists = redis.exists(this.keys.bytesOf(scope, key));
 		try {
 			Long count = exists.get(this.timeoutNanos, TimeUnit.NANOSECONDS);
-			if (this.breaker.success()) {
-				logger.info("Redis cache of processed keys answers again");
-			}
+			this.breaker.success();
 			boolean hit = count != null && count > 0;
 			this.metrics.cacheRequests(hit ? CacheResult.HIT : CacheResult.MISS, 1);
 			return hit;
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
-			failed(exists, ex);
+			failed(exists, 1, ex);
 		}
 		catch (ExecutionException | TimeoutException | RuntimeException ex) {
-			failed(exists, ex);
+			failed(exists, 1, ex);
 		}
 		return false;
 	}
@@ -132,32 +130,19 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 				processed[i] = values.get(i).hasValue();
 				hits += processed[i] ? 1 : 0;
 			}
-			if (this.breaker.success()) {
-				logger.info("Redis cache of processed keys answers again");
-			}
+			this.breaker.success();
 			this.metrics.cacheRequests(CacheResult.HIT, hits);
 			this.metrics.cacheRequests(CacheResult.MISS, keys.size() - hits);
 			return processed;
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
-			return batchFailed(answer, processed, ex);
+			failed(answer, keys.size(), ex);
 		}
 		catch (ExecutionException | TimeoutException | RuntimeException ex) {
-			return batchFailed(answer, processed, ex);
+			failed(answer, keys.size(), ex);
 		}
-	}
-
-	private boolean[] batchFailed(RedisFuture<?> answer, boolean[] processed, Exception ex) {
-		answer.cancel(false);
-		boolean wasOpen = this.breaker.isOpen();
-		this.breaker.failure();
-		this.metrics.cacheRequests(CacheResult.ERROR, processed.length);
-		if (!wasOpen && this.breaker.isOpen()) {
-			logger.warn("Redis cache of processed keys is failing (" + ex
-					+ "); not asking it for a while, the store decides meanwhile");
-		}
-		return new boolean[processed.length];
+		return new boolean[keys.size()];
 	}
 
 	@Override
@@ -169,24 +154,19 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		try {
 			redis.set(this.keys.bytesOf(scope, key), PROCESSED, this.ttl).whenComplete((result, ex) -> {
 				if (ex != null) {
-					this.breaker.failure();
+					this.breaker.failure(ex);
 				}
 			});
 		}
 		catch (RuntimeException ex) {
-			this.breaker.failure();
+			this.breaker.failure(ex);
 		}
 	}
 
-	private void failed(RedisFuture<?> future, Exception ex) {
+	private void failed(RedisFuture<?> future, int requests, Exception ex) {
 		future.cancel(false);
-		boolean wasOpen = this.breaker.isOpen();
-		this.breaker.failure();
-		this.metrics.cacheRequests(CacheResult.ERROR, 1);
-		if (!wasOpen && this.breaker.isOpen()) {
-			logger.warn("Redis cache of processed keys is failing (" + ex
-					+ "); not asking it for a while, the store decides meanwhile");
-		}
+		this.breaker.failure(ex);
+		this.metrics.cacheRequests(CacheResult.ERROR, requests);
 	}
 
 	private @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands() {
@@ -208,7 +188,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			}
 		}
 		catch (RuntimeException ex) {
-			this.breaker.failure();
+			this.breaker.failure(ex);
 			logger.warn("Could not connect the Redis cache of processed keys: " + ex);
 		}
 		finally {

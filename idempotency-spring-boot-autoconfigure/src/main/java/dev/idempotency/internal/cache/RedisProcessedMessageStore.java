@@ -1,5 +1,6 @@
 package dev.idempotency.internal.cache;
 
+import dev.idempotency.internal.key.RecordCoordinates;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -93,8 +94,7 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 		Long result = this.redis.execute(CLAIM, List.of(key), owner, this.lease);
 		if (result == null || result < 0) {
 			throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope()
-					+ "' is being processed by another consumer (record " + message.topic() + "-"
-					+ message.partition() + "@" + message.offset() + "); retry later");
+					+ "' is being processed by another consumer (record " + RecordCoordinates.describe(message) + "); retry later");
 		}
 		return (result == 1) ? new OwnedClaim(key, owner) : Claim.DUPLICATE;
 	}

@@ -6,12 +6,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.IntUnaryOperator;
 
-import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
-import dev.idempotency.MissingKeyPolicy;
-import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.internal.key.StoredKey;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
@@ -45,7 +42,7 @@ final class BatchInvoker {
 
 	private final IdempotencyKeyResolver keyResolver;
 
-	private final MissingKeyPolicy missingKeyPolicy;
+	private final MissingKeys missingKeys;
 
 	private final TransactionOperations transactions;
 
@@ -53,12 +50,12 @@ final class BatchInvoker {
 
 	private final KafkaTransactionCheck kafkaTransactions;
 
-	BatchInvoker(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver, MissingKeyPolicy missingKeyPolicy,
+	BatchInvoker(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver, MissingKeys missingKeys,
 			TransactionOperations transactions, @Nullable ProcessedKeyCache cache, KafkaTransactionCheck kafkaTransactions) {
 		this.kafkaTransactions = kafkaTransactions;
 		this.store = store;
 		this.keyResolver = keyResolver;
-		this.missingKeyPolicy = missingKeyPolicy;
+		this.missingKeys = missingKeys;
 		this.transactions = transactions;
 		this.cache = cache;
 	}
@@ -88,11 +85,11 @@ final class BatchInvoker {
 			String key = this.keyResolver.resolve(new InboundMessage(record, payload, method.method(),
 					method.idempotent()));
 			if (key == null || key.isBlank()) {
-				key = keyForMissing(record, method);
+				key = this.missingKeys.keyFor(record, method);
 			}
 			if (key == null) {
 				rejected++;
-				if (firstRejected < 0 && this.missingKeyPolicy == MissingKeyPolicy.REJECT) {
+				if (firstRejected < 0 && this.missingKeys.rejects()) {
 					firstRejected = i;
 				}
 				continue;
@@ -169,8 +166,7 @@ final class BatchInvoker {
 				attempt.acknowledgment.discard();
 			}
 			throw new BatchListenerFailedException("Record without idempotency key",
-					new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
-							method.name()),
+					this.missingKeys.rejection(record, method),
 					record);
 		}
 		if (attempt.acknowledgment != null && !prefixOfFailedBatch) {
@@ -285,28 +281,8 @@ final class BatchInvoker {
 		return candidates;
 	}
 
-	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, ListenerMethod method) {
-		if (this.missingKeyPolicy == MissingKeyPolicy.RECORD_COORDINATES) {
-			return RecordCoordinates.keyOf(record);
-		}
-		logger.warn((this.missingKeyPolicy == MissingKeyPolicy.SKIP ? "Skipped" : "Rejected") + " record "
-				+ record.topic() + "-" + record.partition() + "@" + record.offset()
-				+ " without idempotency key in batch of " + method.name() + " (idempotency.missing-key="
-				+ this.missingKeyPolicy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + ")");
-		return null;
-	}
-
 	private Throwable failed(List<Claim> claims, int candidates, ListenerMetrics metrics, Throwable ex) {
-		for (Claim claim : claims) {
-			if (claim.isNew()) {
-				try {
-					claim.release();
-				}
-				catch (RuntimeException releaseFailure) {
-					ex.addSuppressed(releaseFailure);
-				}
-			}
-		}
+		Claim.releaseNew(claims, ex);
 		metrics.messages(Outcome.FAILED, DecisionSource.STORE, candidates);
 		return ex;
 	}

@@ -1,11 +1,11 @@
 package dev.idempotency.internal.consumer;
 
 import java.lang.reflect.Method;
+import java.util.List;
 import java.util.Map;
 import java.util.function.IntUnaryOperator;
 import java.util.concurrent.ConcurrentHashMap;
 
-import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
@@ -65,7 +65,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final IdempotencyKeyResolver keyResolver;
 
-	private final MissingKeyPolicy missingKeyPolicy;
+	private final MissingKeys missingKeys;
 
 	private final TransactionOperations transactions;
 
@@ -135,11 +135,11 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		this.observations = observations;
 		this.store = store;
 		this.keyResolver = keyResolver;
-		this.missingKeyPolicy = missingKeyPolicy;
+		this.missingKeys = new MissingKeys(missingKeyPolicy);
 		this.transactions = transactions;
 		this.metrics = metrics;
 		this.cache = cache;
-		this.batches = new BatchInvoker(store, keyResolver, missingKeyPolicy, transactions, cache,
+		this.batches = new BatchInvoker(store, keyResolver, this.missingKeys, transactions, cache,
 				this.kafkaTransactions);
 	}
 
@@ -180,8 +180,13 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		String key = this.keyResolver.resolve(new InboundMessage(record, listener.method().payload(arguments, record),
 				listener.method().method(), listener.method().idempotent()));
 		if (key == null || key.isBlank()) {
-			key = keyForMissing(record, listener, arguments);
+			key = this.missingKeys.keyFor(record, listener.method());
 			if (key == null) {
+				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
+				if (this.missingKeys.rejects()) {
+					throw this.missingKeys.rejection(record, listener.method());
+				}
+				acknowledge(listener, arguments);
 				return null;
 			}
 		}
@@ -365,38 +370,14 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	private Throwable failed(Listener listener, ProcessedMessage message, @Nullable Claim claim, Throwable ex) {
-		if (claim != null && claim.isNew()) {
-			try {
-				claim.release();
-			}
-			catch (RuntimeException releaseFailure) {
-				ex.addSuppressed(releaseFailure);
-			}
+		if (claim != null) {
+			Claim.releaseNew(List.of(claim), ex);
 		}
 		listener.metrics().message(Outcome.FAILED, DecisionSource.STORE);
 		if (logger.isDebugEnabled()) {
 			logger.debug("Rolled back " + describe(message) + " in " + listener.method().name() + ": " + ex);
 		}
 		return ex;
-	}
-
-	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, Listener listener,
-			@Nullable Object[] arguments) {
-		switch (this.missingKeyPolicy) {
-			case RECORD_COORDINATES:
-				return RecordCoordinates.keyOf(record);
-			case SKIP:
-				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
-				logger.warn("Skipped record " + record.topic() + "-" + record.partition() + "@" + record.offset()
-						+ " without idempotency key in " + listener.method().name()
-						+ " (idempotency.missing-key=skip)");
-				acknowledge(listener, arguments);
-				return null;
-			default:
-				listener.metrics().message(Outcome.REJECTED, DecisionSource.NONE);
-				throw new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
-						listener.method().name());
-		}
 	}
 
 	private LeaseInvoker leases(Listener listener) {
@@ -450,7 +431,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	private static String describe(ProcessedMessage message) {
-		return message.topic() + "-" + message.partition() + "@" + message.offset() + " (scope " + message.scope()
+		return RecordCoordinates.describe(message) + " (scope " + message.scope()
 				+ ")";
 	}
 

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.consumer;
 
+import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.StoredResultCodec;
 
 import java.lang.reflect.Method;
@@ -96,8 +97,7 @@ public final class LeaseInvoker {
 			case IN_PROGRESS:
 				metrics.message(Outcome.FAILED, DecisionSource.STORE);
 				throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope() + "' is held by "
-						+ "another consumer within its lease (record " + message.topic() + "-" + message.partition()
-						+ "@" + message.offset() + ", " + method.name() + "); retry later");
+						+ "another consumer within its lease (record " + RecordCoordinates.describe(message) + ", " + method.name() + "); retry later");
 			default:
 				return proceed(invocation, method, metrics, message, claim, options);
 		}
@@ -254,7 +254,7 @@ public final class LeaseInvoker {
 	}
 
 	private static String describe(ProcessedMessage message) {
-		return message.topic() + "-" + message.partition() + "@" + message.offset() + " (scope " + message.scope()
+		return RecordCoordinates.describe(message) + " (scope " + message.scope()
 				+ ")";
 	}
 

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.key;
 
+import dev.idempotency.store.ProcessedMessage;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
@@ -60,6 +61,36 @@ public final class RecordCoordinates {
 					ByteBuffer.wrap(offset).getLong());
 		}
 		return null;
+	}
+
+	/**
+	 * Describe a record's coordinates for a log line or an exception message, as
+	 * {@code topic-partition@offset}.
+	 * @param topic the topic
+	 * @param partition the partition
+	 * @param offset the offset
+	 * @return the description
+	 */
+	public static String describe(String topic, int partition, long offset) {
+		return topic + "-" + partition + "@" + offset;
+	}
+
+	/**
+	 * Describe a record's coordinates as {@code topic-partition@offset}.
+	 * @param record the record
+	 * @return the description
+	 */
+	public static String describe(ConsumerRecord<?, ?> record) {
+		return describe(record.topic(), record.partition(), record.offset());
+	}
+
+	/**
+	 * Describe the coordinates of a claimed message as {@code topic-partition@offset}.
+	 * @param message the message
+	 * @return the description
+	 */
+	public static String describe(ProcessedMessage message) {
+		return describe(message.topic(), message.partition(), message.offset());
 	}
 
 	private static String format(String topic, int partition, long offset) {

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.store;
 
+import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.store.LeaseClaim;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessage;
@@ -143,8 +144,7 @@ final class JdbcLeaseStore implements LeaseStore {
 			}
 		}
 		throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope() + "' changed hands "
-				+ ATTEMPTS + " times while being claimed (record " + message.topic() + "-" + message.partition()
-				+ "@" + message.offset() + "); retry later");
+				+ ATTEMPTS + " times while being claimed (record " + RecordCoordinates.describe(message) + "); retry later");
 	}
 
 	@Override

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.store;
 
+import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.LeaseStore;
@@ -208,7 +209,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 				&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
 			return new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
 					+ "ms waiting for a concurrent claim of the same key in scope '" + scope + "' (record "
-					+ example.topic() + "-" + example.partition() + "@" + example.offset()
+					+ RecordCoordinates.describe(example)
 					+ "); the record will be retried", ex);
 		}
 		return ex;

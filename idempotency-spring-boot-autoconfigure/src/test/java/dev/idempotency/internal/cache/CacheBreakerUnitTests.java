@@ -11,13 +11,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class CacheBreakerUnitTests {
 
+	private static final RuntimeException FAILURE = new IllegalStateException("Redis is down");
+
 	@Test
 	void opensAfterTheThresholdOfConsecutiveFailures() {
 		CacheBreaker breaker = new CacheBreaker(3, Duration.ofMinutes(1));
-		breaker.failure();
-		breaker.failure();
+		breaker.failure(FAILURE);
+		breaker.failure(FAILURE);
 		assertThat(breaker.allowRequest()).isTrue();
-		breaker.failure();
+		breaker.failure(FAILURE);
 		assertThat(breaker.isOpen()).isTrue();
 		assertThat(breaker.allowRequest()).isFalse();
 	}
@@ -25,18 +27,18 @@ class CacheBreakerUnitTests {
 	@Test
 	void aSuccessResetsTheCountOfFailures() {
 		CacheBreaker breaker = new CacheBreaker(3, Duration.ofMinutes(1));
-		breaker.failure();
-		breaker.failure();
+		breaker.failure(FAILURE);
+		breaker.failure(FAILURE);
 		assertThat(breaker.success()).isFalse();
-		breaker.failure();
-		breaker.failure();
+		breaker.failure(FAILURE);
+		breaker.failure(FAILURE);
 		assertThat(breaker.isOpen()).isFalse();
 	}
 
 	@Test
 	void letsOneProbeThroughAfterTheOpenPeriod() throws InterruptedException {
 		CacheBreaker breaker = new CacheBreaker(1, Duration.ofMillis(50));
-		breaker.failure();
+		breaker.failure(FAILURE);
 		assertThat(breaker.allowRequest()).isFalse();
 		Thread.sleep(100);
 		assertThat(breaker.allowRequest()).isTrue();
@@ -50,11 +52,11 @@ class CacheBreakerUnitTests {
 	void aFailedProbeOpensTheBreakerAgain() throws InterruptedException {
 		CacheBreaker breaker = new CacheBreaker(5, Duration.ofMillis(50));
 		for (int i = 0; i < 5; i++) {
-			breaker.failure();
+			breaker.failure(FAILURE);
 		}
 		Thread.sleep(100);
 		assertThat(breaker.allowRequest()).isTrue();
-		breaker.failure();
+		breaker.failure(FAILURE);
 		assertThat(breaker.isOpen()).isTrue();
 		assertThat(breaker.allowRequest()).isFalse();
 	}
