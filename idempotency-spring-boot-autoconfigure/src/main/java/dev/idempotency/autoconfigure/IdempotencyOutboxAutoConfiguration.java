@@ -79,6 +79,10 @@ public final class IdempotencyOutboxAutoConfiguration {
 		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
 		configs.put(ProducerConfig.ACKS_CONFIG, "all");
 		configs.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+		// The relay sends the later events of a key only once the earlier one is
+		// acknowledged: each such wave would wait out the linger first. Sends of one wave
+		// are pipelined, so they still share batches while requests are in flight.
+		configs.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, 0);
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
 		IdempotencyProperties.Outbox outbox = properties.outbox();
