@@ -11,6 +11,7 @@ import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
 import dev.idempotency.outbox.OutboxMetrics;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
+import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
 import dev.idempotency.outbox.OutboxRelay;
 import dev.idempotency.outbox.OutboxRepository;
 import dev.idempotency.outbox.OutboxSettings;
@@ -73,7 +74,8 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
 	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
-			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics) {
+			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics,
+			ObjectProvider<OutboxProducerFactoryCustomizer> customizers) {
 		Map<String, Object> configs = new HashMap<>(producerFactory.getConfigurationProperties());
 		// An idempotent producer keeps the partition order of pipelined sends across retries.
 		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
@@ -85,16 +87,20 @@ public final class IdempotencyOutboxAutoConfiguration {
 		configs.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, 0);
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
+		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));
 		IdempotencyProperties.Outbox outbox = properties.outbox();
 		OutboxSettings settings = new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(),
 				outbox.sendTimeout(), outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(),
 				outbox.maxBackoff(), outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE,
-				outbox.retention(), outbox.shutdownTimeout());
+				outbox.retention(), outbox.shutdownTimeout(), outbox.idlePollInterval());
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch
 		template.setProducerListener(new ProducerListener<>() {
 		});
-		return new OutboxRelay(repository, template, settings, metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+		OutboxRelay relay = new OutboxRelay(repository, template, settings,
+				metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+		relay.setAutoStartup(outbox.autoStartup());
+		return relay;
 	}
 
 	@Bean

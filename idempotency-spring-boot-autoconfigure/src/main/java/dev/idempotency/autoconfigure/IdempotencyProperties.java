@@ -199,8 +199,9 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param shutdownTimeout How long stopping waits for the batch in flight.
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
-			@DefaultValue("true") boolean relayEnabled, @DefaultValue("500") int batchSize,
-			@DefaultValue("500ms") Duration pollInterval, @DefaultValue("2m") Duration lease,
+			@DefaultValue("true") boolean relayEnabled, @DefaultValue("true") boolean autoStartup,
+			@DefaultValue("500") int batchSize, @DefaultValue("500ms") Duration pollInterval,
+			@DefaultValue("5s") Duration idlePollInterval, @DefaultValue("2m") Duration lease,
 			@DefaultValue("30s") Duration sendTimeout, @DefaultValue("10") int maxAttempts,
 			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
@@ -218,6 +219,10 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.jitter between 0 and 1");
 			}
 			requirePositive(pollInterval, "idempotency.outbox.poll-interval");
+			if (idlePollInterval.compareTo(pollInterval) < 0) {
+				throw new IllegalArgumentException("idempotency.outbox.idle-poll-interval (" + idlePollInterval
+						+ ") must be at least idempotency.outbox.poll-interval (" + pollInterval + ")");
+			}
 			requirePositive(lease, "idempotency.outbox.lease");
 			requirePositive(sendTimeout, "idempotency.outbox.send-timeout");
 			requirePositive(initialBackoff, "idempotency.outbox.initial-backoff");

@@ -52,6 +52,8 @@ public final class OutboxRelay implements SmartLifecycle {
 
 	private volatile boolean running;
 
+	private boolean autoStartup = true;
+
 	private @Nullable Thread thread;
 
 	private long nextHousekeeping;
@@ -70,6 +72,20 @@ public final class OutboxRelay implements SmartLifecycle {
 		this.settings = settings;
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
+	}
+
+	/**
+	 * Set whether the relay starts with the application context. When not, the bean
+	 * exists and {@link #start()} starts it later.
+	 * @param autoStartup whether to start with the context
+	 */
+	public void setAutoStartup(boolean autoStartup) {
+		this.autoStartup = autoStartup;
+	}
+
+	@Override
+	public boolean isAutoStartup() {
+		return this.autoStartup;
 	}
 
 	/**
@@ -122,6 +138,7 @@ public final class OutboxRelay implements SmartLifecycle {
 	}
 
 	private void loop() {
+		PollBackoff backoff = new PollBackoff(this.settings.pollInterval(), this.settings.idlePollInterval());
 		while (this.running) {
 			int claimed = 0;
 			try {
@@ -132,15 +149,18 @@ public final class OutboxRelay implements SmartLifecycle {
 			catch (RuntimeException ex) {
 				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
 			}
-			if (claimed < this.settings.batchSize()) {
-				try {
-					this.wakeUps.tryAcquire(this.settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
-					this.wakeUps.drainPermits();
+			if (claimed >= this.settings.batchSize()) {
+				continue;
+			}
+			try {
+				if (this.wakeUps.tryAcquire(backoff.next(claimed), TimeUnit.MILLISECONDS)) {
+					backoff.wokenUp();
 				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					return;
-				}
+				this.wakeUps.drainPermits();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return;
 			}
 		}
 	}
