@@ -14,6 +14,7 @@ import dev.idempotency.consumer.InfrastructureRetryInstaller;
 import dev.idempotency.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.store.JdbcProcessedKeyLookup;
 import dev.idempotency.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.observation.ObservationRegistry;
@@ -37,6 +38,7 @@ import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -92,10 +94,16 @@ public final class IdempotencyAutoConfiguration {
 		else {
 			transactions = TransactionOperations.withoutTransaction();
 		}
-		return new IdempotentListenerInterceptor(store, keyResolver, properties.missingKey(), transactions,
-				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
-				store.joinsTransaction() ? cache.getIfAvailable() : null,
+		ProcessedKeyCache keyCache = store.joinsTransaction() ? cache.getIfAvailable() : null;
+		IdempotentListenerInterceptor interceptor = new IdempotentListenerInterceptor(store, keyResolver,
+				properties.missingKey(), transactions, metrics.getIfAvailable(() -> IdempotencyMetrics.NONE), keyCache,
 				observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP));
+		if (keyCache == null && store instanceof JdbcProcessedMessageStore jdbc
+				&& properties.store().jdbc().pollLookup()) {
+			interceptor.setPollLookup(
+					new JdbcProcessedKeyLookup(new JdbcTemplate(jdbc.dataSource()), properties.store().jdbc().tableName()));
+		}
+		return interceptor;
 	}
 
 	@Bean

@@ -266,9 +266,12 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * replay can come.
 	 * @param cleanupInterval How often keys older than the retention are deleted; 0 never
 	 * deletes them.
+	 * @param pollLookup Whether record listeners without the Redis cache look up the keys
+	 * of each poll in one statement, so that duplicates are skipped without a transaction.
 	 */
 	public record Jdbc(@Nullable String schema, @DefaultValue("processed_messages") String table,
-			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval) {
+			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval,
+			@DefaultValue("true") boolean pollLookup) {
 
 		public Jdbc {
 			new TableName(schema, table);

@@ -20,6 +20,7 @@ import dev.idempotency.metrics.IdempotencyObservation;
 import dev.idempotency.metrics.IdempotencyObservationContext;
 import dev.idempotency.metrics.Outcome;
 import dev.idempotency.store.Claim;
+import dev.idempotency.store.JdbcProcessedKeyLookup;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.observation.Observation;
@@ -72,6 +73,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	private final @Nullable ProcessedKeyCache cache;
 
+	private @Nullable JdbcProcessedKeyLookup pollLookup;
+
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
 
 	private final BatchInvoker batches;
@@ -116,6 +119,15 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		this.cache = cache;
 		this.batches = new BatchInvoker(store, keyResolver, missingKeyPolicy, transactions, cache,
 				this.kafkaTransactions);
+	}
+
+	/**
+	 * Look the keys of each poll up in the store's table, in one statement, when there is
+	 * no cache: duplicates are then skipped without a transaction.
+	 * @param pollLookup the lookup, or {@code null} for none
+	 */
+	public void setPollLookup(@Nullable JdbcProcessedKeyLookup pollLookup) {
+		this.pollLookup = pollLookup;
 	}
 
 	@Override
@@ -167,6 +179,11 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		if (cache != null && PollPrefetch.isProcessed(cache, this.keyResolver, listener.method(), record,
 				message.scope(), message.key())) {
 			return duplicate(listener, message, arguments, DecisionSource.CACHE);
+		}
+		JdbcProcessedKeyLookup pollLookup = this.pollLookup;
+		if (cache == null && pollLookup != null && PollPrefetch.isProcessed(pollLookup, this.keyResolver,
+				listener.method(), record, message.scope(), message.key())) {
+			return duplicate(listener, message, arguments, DecisionSource.STORE);
 		}
 		DeferredAcknowledgment acknowledgment = deferAcknowledgment(invocation, listener.method());
 		Object result;
