@@ -23,8 +23,11 @@ mkdir -p "$work"
 
 pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
-pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
-  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties" > "$work/infrastructure.log" 2>&1 &
+# In a subshell that execs, so that $! is the JVM itself (taskset execs it too) and the
+# trap below stops it: its shutdown hook stops PostgreSQL and Redis.
+(exec_pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$1" "${@:2}"; else exec "${@:2}"; fi; }
+ exec_pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
+  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties") > "$work/infrastructure.log" 2>&1 &
 infrastructure=$!
 trap 'kill $infrastructure 2>/dev/null; wait $infrastructure 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sleep 0.5; done
