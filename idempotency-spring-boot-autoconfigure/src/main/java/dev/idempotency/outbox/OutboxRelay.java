@@ -20,8 +20,13 @@ import org.springframework.kafka.core.KafkaTemplate;
  * only after the previous event of its key in the batch was acknowledged; see
  * {@link OutboxBatchSender}), and records the outcome in one statement per outcome.
  * A commit that wrote events wakes the relay at once; polling finds the events of other
- * instances. Failed sends back off exponentially with jitter; after the last attempt an
- * event is {@code DEAD} and blocks the later events of its key until it is re-queued.
+ * instances, less and less often while the outbox stays empty (see {@link PollBackoff}).
+ * Failed sends back off exponentially with jitter; after the last attempt an event is
+ * {@code DEAD} and blocks the later events of its key until it is re-queued.
+ * <p>
+ * A {@link SmartLifecycle}: it starts with the application context unless
+ * {@link #setAutoStartup(boolean) auto-startup} is off, and can be stopped and started
+ * again.
  */
 public final class OutboxRelay implements SmartLifecycle {
 
