@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.idempotency.outbox.Outbox;
-import dev.idempotency.outbox.OutboxRelay;
+import dev.idempotency.internal.outbox.OutboxRelay;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;

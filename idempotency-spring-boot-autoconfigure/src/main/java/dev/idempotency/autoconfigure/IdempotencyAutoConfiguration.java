@@ -7,15 +7,15 @@ import javax.sql.DataSource;
 
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.cache.ProcessedKeyCache;
-import dev.idempotency.consumer.IdempotentListenerAdvisor;
-import dev.idempotency.consumer.IdempotentListenerInterceptor;
-import dev.idempotency.consumer.IdempotentMethodValidator;
-import dev.idempotency.consumer.InfrastructureRetryInstaller;
-import dev.idempotency.consumer.ListenerContainerFactoryPostProcessor;
-import dev.idempotency.key.DefaultIdempotencyKeyResolver;
+import dev.idempotency.internal.consumer.IdempotentListenerAdvisor;
+import dev.idempotency.internal.consumer.IdempotentListenerInterceptor;
+import dev.idempotency.internal.consumer.IdempotentMethodValidator;
+import dev.idempotency.internal.consumer.InfrastructureRetryInstaller;
+import dev.idempotency.internal.consumer.ListenerContainerFactoryPostProcessor;
+import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
-import dev.idempotency.store.JdbcProcessedKeyLookup;
-import dev.idempotency.store.JdbcProcessedMessageStore;
+import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
+import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
@@ -73,6 +73,7 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	IdempotentListenerInterceptor idempotentListenerInterceptor(ProcessedMessageStore store,
 			IdempotencyKeyResolver keyResolver, IdempotencyProperties properties, ListableBeanFactory beanFactory,
 			ObjectProvider<DataSource> dataSource, ObjectProvider<IdempotencyMetrics> metrics,
@@ -122,6 +123,7 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.infrastructure-retry.enabled", matchIfMissing = true)
 	InfrastructureRetryInstaller idempotencyInfrastructureRetryInstaller(
 			ObjectProvider<KafkaListenerEndpointRegistry> registries, IdempotencyProperties properties) {

@@ -2,8 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.outbox.OutboxRepository;
-import dev.idempotency.store.JdbcProcessedMessageStore;
+import dev.idempotency.internal.outbox.OutboxRepository;
+import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
 
 import org.springframework.beans.factory.ObjectProvider;

@@ -2,8 +2,9 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 
-import dev.idempotency.outbox.OutboxRepository;
-import dev.idempotency.store.TableName;
+import dev.idempotency.internal.outbox.OutboxRepository;
+import dev.idempotency.outbox.OutboxStats;
+import dev.idempotency.internal.store.TableName;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
@@ -53,7 +54,7 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 		if (this.outbox == null) {
 			return;
 		}
-		OutboxRepository.Stats stats = this.outbox.stats();
+		OutboxStats stats = this.outbox.stats();
 		Duration oldest = this.outbox.oldestPendingAge();
 		builder.withDetail("pending", stats.pending())
 			.withDetail("dead", stats.dead())

@@ -2,10 +2,10 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.consumer.ConsumerFactoryPostProcessor;
+import dev.idempotency.internal.consumer.ConsumerFactoryPostProcessor;
 import dev.idempotency.metrics.IdempotencyMetrics;
-import dev.idempotency.store.JdbcProcessedMessageStore;
-import dev.idempotency.store.ProcessedMessageCleanup;
+import dev.idempotency.internal.store.JdbcProcessedMessageStore;
+import dev.idempotency.internal.store.ProcessedMessageCleanup;
 import dev.idempotency.store.ProcessedMessageStore;
 
 import org.springframework.beans.factory.ObjectProvider;

@@ -1,8 +1,8 @@
 package dev.idempotency.autoconfigure;
 
 import dev.idempotency.metrics.IdempotencyMetrics;
-import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
-import dev.idempotency.metrics.MicrometerOutboxMetrics;
+import dev.idempotency.internal.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.internal.metrics.MicrometerOutboxMetrics;
 import dev.idempotency.outbox.OutboxMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 

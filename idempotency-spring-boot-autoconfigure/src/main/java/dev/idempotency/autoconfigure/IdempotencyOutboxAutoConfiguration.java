@@ -5,18 +5,19 @@ import java.util.Map;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.outbox.DefaultOutboxPayloadSerializer;
-import dev.idempotency.outbox.JdbcOutbox;
+import dev.idempotency.internal.outbox.DefaultOutboxPayloadSerializer;
+import dev.idempotency.internal.outbox.JdbcOutbox;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
+import dev.idempotency.internal.outbox.JdbcOutboxDeadLetters;
 import dev.idempotency.outbox.OutboxMetrics;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
+import dev.idempotency.internal.outbox.OutboxRelay;
+import dev.idempotency.internal.outbox.OutboxRepository;
+import dev.idempotency.internal.outbox.OutboxSettings;
 import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
-import dev.idempotency.outbox.OutboxRelay;
-import dev.idempotency.outbox.OutboxRepository;
-import dev.idempotency.outbox.OutboxSettings;
 import dev.idempotency.outbox.OutboxTraceContext;
-import dev.idempotency.outbox.TracerOutboxTraceContext;
+import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -72,6 +73,7 @@ public final class IdempotencyOutboxAutoConfiguration {
 	}
 
 	@Bean
+	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
 	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
 			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics,
@@ -114,7 +116,7 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	OutboxDeadLetters outboxDeadLetters(OutboxRepository repository, ObjectProvider<OutboxRelay> relay) {
-		return new OutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+		return new JdbcOutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
 	}
 
 	@Configuration(proxyBeanMethods = false)

@@ -2,11 +2,12 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 
-import dev.idempotency.key.MissingKeyPolicy;
-import dev.idempotency.store.TableName;
+import dev.idempotency.MissingKeyPolicy;
+import dev.idempotency.internal.store.TableName;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
@@ -61,7 +62,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * table.
 	 * @return the outbox table
 	 */
-	public TableName outboxTableName() {
+	TableName outboxTableName() {
 		return new TableName(this.store.jdbc().schema(), this.outbox.table());
 	}
 
@@ -208,6 +209,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
 			@DefaultValue("10s") Duration shutdownTimeout) {
 
+		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
 			if (batchSize < 1 || maxAttempts < 1) {
@@ -232,6 +234,22 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
 						+ "lease until its acknowledgments are in");
 			}
+		}
+
+		/**
+		 * Create the outbox settings of earlier versions: the relay starts with the
+		 * application and polls an empty outbox at most every 5 seconds.
+		 */
+		public Outbox(boolean enabled, String table, boolean relayEnabled, int batchSize, Duration pollInterval,
+				Duration lease, Duration sendTimeout, int maxAttempts, Duration initialBackoff, double backoffMultiplier,
+				Duration maxBackoff, double jitter, Completion completion, Duration retention, Duration shutdownTimeout) {
+			this(enabled, table, relayEnabled, true, batchSize, pollInterval, max(pollInterval, Duration.ofSeconds(5)),
+					lease, sendTimeout, maxAttempts, initialBackoff, backoffMultiplier, maxBackoff, jitter, completion,
+					retention, shutdownTimeout);
+		}
+
+		private static Duration max(Duration a, Duration b) {
+			return (a.compareTo(b) >= 0) ? a : b;
 		}
 
 	}
@@ -273,6 +291,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval,
 			@DefaultValue("true") boolean pollLookup) {
 
+		@ConstructorBinding
 		public Jdbc {
 			new TableName(schema, table);
 			requirePositive(retention, "idempotency.store.jdbc.retention");
@@ -283,10 +302,17 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		}
 
 		/**
+		 * Create the store settings of earlier versions, with the poll lookup on.
+		 */
+		public Jdbc(@Nullable String schema, String table, Duration retention, Duration cleanupInterval) {
+			this(schema, table, retention, cleanupInterval, true);
+		}
+
+		/**
 		 * Return the validated, schema-qualified table name.
 		 * @return the table name
 		 */
-		public TableName tableName() {
+		TableName tableName() {
 			return new TableName(this.schema, this.table);
 		}
 

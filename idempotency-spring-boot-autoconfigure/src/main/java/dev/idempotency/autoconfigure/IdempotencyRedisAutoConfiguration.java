@@ -1,9 +1,9 @@
 package dev.idempotency.autoconfigure;
 
 import dev.idempotency.cache.ProcessedKeyCache;
-import dev.idempotency.cache.RedisProcessedKeyCache;
-import dev.idempotency.cache.RedisProcessedMessageStore;
-import dev.idempotency.consumer.ConsumerFactoryPostProcessor;
+import dev.idempotency.internal.cache.RedisProcessedKeyCache;
+import dev.idempotency.internal.cache.RedisProcessedMessageStore;
+import dev.idempotency.internal.consumer.ConsumerFactoryPostProcessor;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.store.ProcessedMessageStore;
 import org.apache.commons.logging.Log;

@@ -7,6 +7,7 @@ import org.flywaydb.core.Flyway;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
@@ -25,6 +26,7 @@ import org.springframework.context.annotation.Bean;
 public final class IdempotencySchemaAutoConfiguration {
 
 	@Bean
+	@ConditionalOnMissingBean
 	IdempotencySchemaMigration idempotencySchemaMigration(DataSource dataSource, IdempotencyProperties properties) {
 		return new IdempotencySchemaMigration(dataSource, properties.store().jdbc().tableName(),
 				properties.outboxTableName(), properties.flyway().table());

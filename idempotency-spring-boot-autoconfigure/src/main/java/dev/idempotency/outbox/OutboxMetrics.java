@@ -24,7 +24,7 @@ public interface OutboxMetrics {
 		}
 
 		@Override
-		public void stats(OutboxRepository.Stats stats) {
+		public void stats(OutboxStats stats) {
 		}
 
 	};
@@ -56,6 +56,6 @@ public interface OutboxMetrics {
 	 * @param stats pending and dead events (its oldest pending event is not used for the
 	 * age, which {@link #oldestPending(Duration)} records more often)
 	 */
-	void stats(OutboxRepository.Stats stats);
+	void stats(OutboxStats stats);
 
 }

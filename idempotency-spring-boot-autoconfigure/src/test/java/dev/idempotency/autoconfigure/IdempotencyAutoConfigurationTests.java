@@ -1,6 +1,6 @@
 package dev.idempotency.autoconfigure;
 
-import dev.idempotency.consumer.InfrastructureRetryInstaller;
+import dev.idempotency.internal.consumer.InfrastructureRetryInstaller;
 import java.util.Map;
 
 import jakarta.persistence.EntityManagerFactory;
@@ -28,13 +28,13 @@ import javax.sql.DataSource;
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.cache.ProcessedKeyCache;
-import dev.idempotency.cache.RedisProcessedMessageStore;
-import dev.idempotency.consumer.IdempotentListenerAdvisor;
-import dev.idempotency.consumer.IdempotentListenerInterceptor;
-import dev.idempotency.key.DefaultIdempotencyKeyResolver;
+import dev.idempotency.internal.cache.RedisProcessedMessageStore;
+import dev.idempotency.internal.consumer.IdempotentListenerAdvisor;
+import dev.idempotency.internal.consumer.IdempotentListenerInterceptor;
+import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
-import dev.idempotency.metrics.MicrometerIdempotencyMetrics;
-import dev.idempotency.store.JdbcProcessedMessageStore;
+import dev.idempotency.internal.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;

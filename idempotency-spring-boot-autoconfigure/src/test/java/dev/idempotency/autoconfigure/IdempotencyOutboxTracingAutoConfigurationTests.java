@@ -2,7 +2,7 @@ package dev.idempotency.autoconfigure;
 
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxTraceContext;
-import dev.idempotency.outbox.TracerOutboxTraceContext;
+import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
 import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;

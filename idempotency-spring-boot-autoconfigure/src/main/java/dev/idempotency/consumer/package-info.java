@@ -1,9 +1,0 @@
-/**
- * The interception of {@code @Idempotent} listener methods: the advisor and interceptor,
- * the binding of the record being delivered to the consumer thread, and the start-up
- * checks of annotated methods.
- */
-@NullMarked
-package dev.idempotency.consumer;
-
-import org.jspecify.annotations.NullMarked;

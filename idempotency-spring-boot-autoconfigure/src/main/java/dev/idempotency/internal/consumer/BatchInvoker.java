@@ -1,0 +1,523 @@
+package dev.idempotency.internal.consumer;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.IntUnaryOperator;
+
+import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.InboundMessage;
+import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.MissingKeyPolicy;
+import dev.idempotency.internal.key.RecordCoordinates;
+import dev.idempotency.internal.key.StoredKey;
+import dev.idempotency.metrics.DecisionSource;
+import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
+import dev.idempotency.metrics.Outcome;
+import dev.idempotency.store.Claim;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
+import org.aopalliance.intercept.MethodInvocation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.common.TopicPartition;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.ProxyMethodInvocation;
+import org.springframework.kafka.listener.BatchListenerFailedException;
+import org.springframework.transaction.support.TransactionOperations;
+
+/**
+ * The batch path of the interceptor: one cache round trip for all keys, one transaction
+ * and one multi-row claim for the batch, and one invocation of the listener with only the
+ * new records, in their original order and in the collection type it declared. A batch
+ * of duplicates does not invoke the listener.
+ */
+final class BatchInvoker {
+
+	private static final Log logger = LogFactory.getLog(BatchInvoker.class);
+
+	private static final Object NOTHING_NEW = new Object();
+
+	private final ProcessedMessageStore store;
+
+	private final IdempotencyKeyResolver keyResolver;
+
+	private final MissingKeyPolicy missingKeyPolicy;
+
+	private final TransactionOperations transactions;
+
+	private final @Nullable ProcessedKeyCache cache;
+
+	private final KafkaTransactionCheck kafkaTransactions;
+
+	BatchInvoker(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver, MissingKeyPolicy missingKeyPolicy,
+			TransactionOperations transactions, @Nullable ProcessedKeyCache cache, KafkaTransactionCheck kafkaTransactions) {
+		this.kafkaTransactions = kafkaTransactions;
+		this.store = store;
+		this.keyResolver = keyResolver;
+		this.missingKeyPolicy = missingKeyPolicy;
+		this.transactions = transactions;
+		this.cache = cache;
+	}
+
+	@Nullable Object invoke(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics)
+			throws Throwable {
+		Object batch = invocation.getArguments()[method.batchIndex()];
+		List<ConsumerRecord<?, ?>> records = records(method, batch);
+		List<?> payloads = (method.batchKind() == ListenerMethod.BatchKind.PAYLOAD_LIST) ? (List<?>) batch : null;
+		return invoke((ProxyMethodInvocation) invocation, method, metrics, records, payloads,
+				containerIndexes(method, records), false);
+	}
+
+	/**
+	 * Map positions in the records the interceptor works on to the batch the container
+	 * delivered: the same, except for a List of payloads behind the factory's record
+	 * filter, where the container still counts the records the filter removed.
+	 */
+	private static IntUnaryOperator containerIndexes(ListenerMethod method, List<ConsumerRecord<?, ?>> records) {
+		ConsumerRecords<?, ?> delivered = CurrentRecord.batch();
+		if (method.batchKind() != ListenerMethod.BatchKind.PAYLOAD_LIST || CurrentRecord.filteredBatch() == null
+				|| delivered == null || delivered.count() == records.size()) {
+			return IntUnaryOperator.identity();
+		}
+		Map<ConsumerRecord<?, ?>, Integer> positions = new IdentityHashMap<>();
+		int position = 0;
+		for (ConsumerRecord<?, ?> record : delivered) {
+			positions.put(record, position++);
+		}
+		int[] indexes = new int[records.size()];
+		for (int i = 0; i < indexes.length; i++) {
+			Integer index = positions.get(records.get(i));
+			if (index == null) {
+				throw new IllegalStateException("A record that passed the filter of " + method.name()
+						+ " is not in the batch the container delivered");
+			}
+			indexes[i] = index;
+		}
+		return (i) -> indexes[i];
+	}
+
+	private @Nullable Object invoke(ProxyMethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics,
+			List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, IntUnaryOperator containerIndexes,
+			boolean prefixOfFailedBatch) throws Throwable {
+		// kept untouched, to run the listener again on the records before one it names as failed
+		ProxyMethodInvocation pristine = (ProxyMethodInvocation) invocation.invocableClone();
+		@Nullable Object[] arguments = invocation.getArguments();
+		Object batch = arguments[method.batchIndex()];
+		ProcessedMessage[] messages = new ProcessedMessage[records.size()];
+		int rejected = 0;
+		int firstRejected = -1;
+		for (int i = 0; i < messages.length; i++) {
+			ConsumerRecord<?, ?> record = records.get(i);
+			Object payload = (payloads != null) ? payloads.get(i) : record.value();
+			String key = this.keyResolver.resolve(new InboundMessage(record, payload, method.method(),
+					method.idempotent()));
+			if (key == null || key.isBlank()) {
+				key = keyForMissing(record, method);
+			}
+			if (key == null) {
+				rejected++;
+				if (firstRejected < 0 && this.missingKeyPolicy == MissingKeyPolicy.REJECT) {
+					firstRejected = i;
+				}
+				continue;
+			}
+			messages[i] = new ProcessedMessage(method.scope(record), StoredKey.of(key), record.topic(), record.partition(),
+					record.offset());
+		}
+		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
+		List<Integer> candidates = notCached(messages, metrics);
+		Attempt attempt = new Attempt(invocation, method, batch, records, payloads, candidates, messages,
+				containerIndexes, firstRejected);
+		Object result;
+		try {
+			if (this.store.joinsTransaction()) {
+				result = this.transactions.execute((status) -> {
+					attempt.claims.addAll(claim(candidates, messages, metrics));
+					Object returned = attempt.proceedWithNew();
+					this.kafkaTransactions.check(method);
+					if (attempt.isNacked() && !this.store.unclaimAll(attempt.handedBack())) {
+						status.setRollbackOnly();
+						attempt.acknowledgment.nackAll();
+					}
+					return returned;
+				});
+			}
+			else {
+				attempt.claims.addAll(claim(candidates, messages, metrics));
+				result = this.transactions.execute((status) -> attempt.proceedWithNew());
+			}
+		}
+		catch (RuntimeException | Error ex) {
+			// the listener's own exception, also when the rollback after it failed
+			Throwable failure = IdempotentListenerInterceptor.original(ex);
+			if (failure instanceof BatchListenerFailedException batchFailure) {
+				failed(attempt.claims, 1, metrics, batchFailure);
+				return retryBefore(batchFailure, attempt, pristine, metrics);
+			}
+			throw failed(attempt.claims, candidates.size(), metrics, failure);
+		}
+		int handedBack = 0;
+		if (attempt.isNacked()) {
+			List<Claim> released = attempt.handedBackClaims();
+			handedBack = released.size();
+			released.forEach(Claim::release);
+		}
+		complete(attempt.claims, method);
+		if (this.cache != null) {
+			for (int i = 0; i < attempt.kept.size() - handedBack; i++) {
+				ProcessedMessage message = messages[attempt.kept.get(i)];
+				this.cache.markProcessed(message.scope(), message.key());
+			}
+		}
+		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, attempt.kept.size() - handedBack);
+		metrics.messages(Outcome.DUPLICATE, DecisionSource.STORE, candidates.size() - attempt.kept.size());
+		if (logger.isDebugEnabled()) {
+			logger.debug(method.name() + ": batch of " + records.size() + ", " + attempt.kept.size() + " new ("
+					+ handedBack + " handed back with a nack), " + (candidates.size() - attempt.kept.size())
+					+ " duplicates in the store, " + (records.size() - rejected - candidates.size())
+					+ " in the cache, " + rejected + " rejected");
+		}
+		if (prefixOfFailedBatch && attempt.isNacked()) {
+			// the listener handed back records before the one it named as failed the first time
+			throw new BatchListenerFailedException("Records handed back while retrying the records before a failed one",
+					records.get(attempt.position(Math.max(0, attempt.acknowledgment.nackIndex()))));
+		}
+		boolean nackedBeforeRejected = attempt.isNacked()
+				&& attempt.position(Math.max(0, attempt.acknowledgment.nackIndex())) < firstRejected;
+		if (firstRejected >= 0 && !nackedBeforeRejected) {
+			// Everything else in the batch is committed. Name the first record without a key, so
+			// that the error handler commits the records before it and retries or recovers from
+			// it; the records after it come back as duplicates.
+			ConsumerRecord<?, ?> record = records.get(firstRejected);
+			if (attempt.acknowledgment != null) {
+				attempt.acknowledgment.discard();
+			}
+			throw new BatchListenerFailedException("Record without idempotency key",
+					new IdempotencyKeyMissingException(record.topic(), record.partition(), record.offset(),
+							method.name()),
+					record);
+		}
+		if (attempt.acknowledgment != null && !prefixOfFailedBatch) {
+			attempt.acknowledgment.release();
+		}
+		if (result == NOTHING_NEW) {
+			if (!prefixOfFailedBatch) {
+				IdempotentListenerInterceptor.acknowledge(method, arguments);
+			}
+			return null;
+		}
+		return result;
+	}
+
+	/**
+	 * The listener named a record of the batch it saw as failed, and the whole batch
+	 * rolled back. Apply the records before it again, in a transaction of their own, then
+	 * name it in the batch the container delivered, so that the error handler commits the
+	 * records before it and retries or recovers it.
+	 */
+	private @Nullable Object retryBefore(BatchListenerFailedException ex, Attempt attempt,
+			ProxyMethodInvocation pristine, ListenerMetrics metrics) throws Throwable {
+		int failed = attempt.positionOf(ex);
+		if (failed < 0) {
+			// a record the batch does not hold: nothing can be committed
+			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
+			throw (cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause);
+		}
+		if (attempt.keptBefore(failed) || (attempt.firstRejected >= 0 && attempt.firstRejected < failed)) {
+			ListenerMethod method = attempt.method;
+			List<Integer> prefix = new ArrayList<>(failed);
+			for (int i = 0; i < failed; i++) {
+				prefix.add(i);
+			}
+			@Nullable Object[] arguments = pristine.getArguments();
+			arguments[method.batchIndex()] = filtered(method, attempt.batch, attempt.records, attempt.payloads, prefix);
+			pristine.setArguments(arguments);
+			invoke(pristine, method, metrics, attempt.records.subList(0, failed),
+					(attempt.payloads != null) ? attempt.payloads.subList(0, failed) : null, attempt.containerIndexes,
+					true);
+		}
+		// named by the record: a List of payloads behind a filter counts other indexes
+		throw new BatchListenerFailedException(ex.getMessage(), ex.getCause(), attempt.records.get(failed));
+	}
+
+	private static void complete(List<Claim> claims, ListenerMethod method) {
+		for (Claim claim : claims) {
+			if (!claim.isNew()) {
+				continue;
+			}
+			try {
+				if (!claim.complete()) {
+					logger.warn("A claim in a batch of " + method.name() + " was lost before completion (lease "
+							+ "expired and taken over); its message may have been processed twice");
+				}
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not complete a claim in a batch of " + method.name()
+						+ " after its work committed: " + ex);
+			}
+		}
+	}
+
+	private List<Claim> claim(List<Integer> candidates, ProcessedMessage[] messages, ListenerMetrics metrics) {
+		if (candidates.isEmpty()) {
+			return List.of();
+		}
+		List<ProcessedMessage> toClaim = new ArrayList<>(candidates.size());
+		for (int index : candidates) {
+			toClaim.add(messages[index]);
+		}
+		long start = System.nanoTime();
+		List<Claim> claims = this.store.claimAll(toClaim);
+		metrics.claim(System.nanoTime() - start);
+		return claims;
+	}
+
+	private List<Integer> notCached(ProcessedMessage[] messages, ListenerMetrics metrics) {
+		List<Integer> keyed = new ArrayList<>(messages.length);
+		for (int i = 0; i < messages.length; i++) {
+			if (messages[i] != null) {
+				keyed.add(i);
+			}
+		}
+		if (this.cache == null || keyed.isEmpty()) {
+			return keyed;
+		}
+		// one lookup per scope: records of a batch share one, unless some came through a
+		// retry topic from another group
+		Map<String, List<Integer>> byScope = new LinkedHashMap<>();
+		for (int index : keyed) {
+			byScope.computeIfAbsent(messages[index].scope(), (scope) -> new ArrayList<>()).add(index);
+		}
+		boolean[] cached = new boolean[messages.length];
+		byScope.forEach((scope, indexes) -> {
+			List<String> keys = new ArrayList<>(indexes.size());
+			for (int index : indexes) {
+				keys.add(messages[index].key());
+			}
+			boolean[] processed = this.cache.areProcessed(scope, keys);
+			for (int i = 0; i < processed.length; i++) {
+				cached[indexes.get(i)] = processed[i];
+			}
+		});
+		List<Integer> candidates = new ArrayList<>(keyed.size());
+		for (int index : keyed) {
+			if (!cached[index]) {
+				candidates.add(index);
+			}
+		}
+		metrics.messages(Outcome.DUPLICATE, DecisionSource.CACHE, keyed.size() - candidates.size());
+		return candidates;
+	}
+
+	private @Nullable String keyForMissing(ConsumerRecord<?, ?> record, ListenerMethod method) {
+		if (this.missingKeyPolicy == MissingKeyPolicy.RECORD_COORDINATES) {
+			return RecordCoordinates.keyOf(record);
+		}
+		logger.warn((this.missingKeyPolicy == MissingKeyPolicy.SKIP ? "Skipped" : "Rejected") + " record "
+				+ record.topic() + "-" + record.partition() + "@" + record.offset()
+				+ " without idempotency key in batch of " + method.name() + " (idempotency.missing-key="
+				+ this.missingKeyPolicy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + ")");
+		return null;
+	}
+
+	private Throwable failed(List<Claim> claims, int candidates, ListenerMetrics metrics, Throwable ex) {
+		for (Claim claim : claims) {
+			if (claim.isNew()) {
+				try {
+					claim.release();
+				}
+				catch (RuntimeException releaseFailure) {
+					ex.addSuppressed(releaseFailure);
+				}
+			}
+		}
+		metrics.messages(Outcome.FAILED, DecisionSource.STORE, candidates);
+		return ex;
+	}
+
+	/**
+	 * One attempt at a batch: its claims, the records kept for the listener, and the
+	 * acknowledgment the listener was given.
+	 */
+	private static final class Attempt {
+
+		final ProxyMethodInvocation invocation;
+
+		final ListenerMethod method;
+
+		final Object batch;
+
+		final List<ConsumerRecord<?, ?>> records;
+
+		final @Nullable List<?> payloads;
+
+		final List<Integer> candidates;
+
+		final ProcessedMessage[] messages;
+
+		final List<Claim> claims = new ArrayList<>();
+
+		/** Indexes in the delivered batch of the records the listener receives. */
+		final List<Integer> kept = new ArrayList<>();
+
+		final IntUnaryOperator containerIndexes;
+
+		final int firstRejected;
+
+		@Nullable DeferredAcknowledgment acknowledgment;
+
+		Attempt(ProxyMethodInvocation invocation, ListenerMethod method, Object batch,
+				List<ConsumerRecord<?, ?>> records, @Nullable List<?> payloads, List<Integer> candidates,
+				ProcessedMessage[] messages, IntUnaryOperator containerIndexes, int firstRejected) {
+			this.containerIndexes = containerIndexes;
+			this.firstRejected = firstRejected;
+			this.invocation = invocation;
+			this.method = method;
+			this.batch = batch;
+			this.records = records;
+			this.payloads = payloads;
+			this.candidates = candidates;
+			this.messages = messages;
+		}
+
+		@Nullable Object proceedWithNew() {
+			for (int i = 0; i < this.candidates.size(); i++) {
+				if (this.claims.get(i).isNew()) {
+					this.kept.add(this.candidates.get(i));
+				}
+			}
+			if (this.kept.isEmpty()) {
+				return NOTHING_NEW;
+			}
+			@Nullable Object[] arguments = this.invocation.getArguments().clone();
+			if (this.kept.size() < this.records.size()) {
+				arguments[this.method.batchIndex()] = filtered(this.method, this.batch, this.records, this.payloads,
+						this.kept);
+			}
+			this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments,
+					(index) -> this.containerIndexes.applyAsInt(position(index)));
+			this.invocation.setArguments(arguments);
+			return IdempotentListenerInterceptor.proceed(this.invocation);
+		}
+
+		/** The position in the records of the record at an index of the list the listener received. */
+		int position(int index) {
+			if (index < 0 || index >= this.kept.size()) {
+				throw new IndexOutOfBoundsException("Index " + index + " is outside the batch of " + this.kept.size()
+						+ " records the listener received");
+			}
+			return this.kept.get(index);
+		}
+
+		/**
+		 * Return the position in the records of the record a
+		 * {@link BatchListenerFailedException} names, or -1.
+		 */
+		int positionOf(BatchListenerFailedException ex) {
+			ConsumerRecord<?, ?> named = ex.getRecord();
+			if (named == null) {
+				return (ex.getIndex() >= 0 && ex.getIndex() < this.kept.size()) ? this.kept.get(ex.getIndex()) : -1;
+			}
+			for (int i = 0; i < this.records.size(); i++) {
+				ConsumerRecord<?, ?> record = this.records.get(i);
+				if (record.topic().equals(named.topic()) && record.partition() == named.partition()
+						&& record.offset() == named.offset()) {
+					return i;
+				}
+			}
+			return -1;
+		}
+
+		boolean keptBefore(int delivered) {
+			return !this.kept.isEmpty() && this.kept.get(0) < delivered;
+		}
+
+		boolean isNacked() {
+			return this.acknowledgment != null && this.acknowledgment.isNacked();
+		}
+
+		/** The messages a batch nack handed back: the kept ones from the nacked index on. */
+		List<ProcessedMessage> handedBack() {
+			List<ProcessedMessage> handedBack = new ArrayList<>();
+			for (int i = Math.max(0, this.acknowledgment.nackIndex()); i < this.kept.size(); i++) {
+				handedBack.add(this.messages[this.kept.get(i)]);
+			}
+			return handedBack;
+		}
+
+		/** The claims a batch nack handed back, removed from the claims to complete. */
+		List<Claim> handedBackClaims() {
+			List<Claim> handedBack = new ArrayList<>();
+			int from = Math.max(0, this.acknowledgment.nackIndex());
+			for (int i = 0, keptIndex = 0; i < this.candidates.size(); i++) {
+				if (this.claims.get(i).isNew()) {
+					if (keptIndex >= from) {
+						handedBack.add(this.claims.set(i, Claim.DUPLICATE));
+					}
+					keptIndex++;
+				}
+			}
+			return handedBack;
+		}
+
+	}
+
+	private static List<ConsumerRecord<?, ?>> records(ListenerMethod method, Object batch) {
+		List<ConsumerRecord<?, ?>> records = new ArrayList<>();
+		switch (method.batchKind()) {
+			case RECORD_LIST -> ((List<?>) batch).forEach((record) -> records.add((ConsumerRecord<?, ?>) record));
+			case CONSUMER_RECORDS -> ((ConsumerRecords<?, ?>) batch).forEach(records::add);
+			default -> {
+				List<? extends ConsumerRecord<?, ?>> filtered = CurrentRecord.filteredBatch();
+				ConsumerRecords<?, ?> bound = CurrentRecord.batch();
+				if (filtered != null) {
+					records.addAll(filtered);
+				}
+				else if (bound != null) {
+					bound.forEach(records::add);
+				}
+				if (records.size() != ((List<?>) batch).size()) {
+					throw new IllegalStateException("The batch of " + method.name() + " has " + ((List<?>) batch).size()
+							+ " payloads for " + records.size() + " records, so they cannot be matched (a record "
+							+ "filter the starter does not know of?); take List<ConsumerRecord> instead");
+				}
+			}
+		}
+		return records;
+	}
+
+	@SuppressWarnings({ "unchecked", "rawtypes" })
+	private static Object filtered(ListenerMethod method, Object batch, List<ConsumerRecord<?, ?>> records,
+			@Nullable List<?> payloads, List<Integer> kept) {
+		switch (method.batchKind()) {
+			case CONSUMER_RECORDS -> {
+				Map<TopicPartition, List<ConsumerRecord>> byPartition = new LinkedHashMap<>();
+				for (int index : kept) {
+					ConsumerRecord<?, ?> record = records.get(index);
+					byPartition.computeIfAbsent(new TopicPartition(record.topic(), record.partition()),
+							(partition) -> new ArrayList<>())
+						.add(record);
+				}
+				return new ConsumerRecords(byPartition, ((ConsumerRecords<?, ?>) batch).nextOffsets());
+			}
+			case RECORD_LIST -> {
+				List<Object> filtered = new ArrayList<>(kept.size());
+				kept.forEach((index) -> filtered.add(records.get(index)));
+				return filtered;
+			}
+			default -> {
+				List<Object> filtered = new ArrayList<>(kept.size());
+				kept.forEach((index) -> filtered.add(payloads.get(index)));
+				return filtered;
+			}
+		}
+	}
+
+}

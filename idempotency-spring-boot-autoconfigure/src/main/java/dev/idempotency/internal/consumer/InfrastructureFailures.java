@@ -1,0 +1,81 @@
+package dev.idempotency.internal.consumer;
+
+import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+import java.util.List;
+
+import dev.idempotency.IdempotencyKeyInProgressException;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.OptimisticLockingFailureException;
+import org.springframework.dao.RecoverableDataAccessException;
+import org.springframework.dao.TransientDataAccessException;
+import org.springframework.transaction.CannotCreateTransactionException;
+
+/**
+ * Tells the failures that mean "the infrastructure is not there right now" from the
+ * application's own: a database or Redis that cannot be reached or is restarting, a lock
+ * or statement timeout, a deadlock or serialization failure, a key held by another
+ * consumer. Records that fail this way are delayed, never given up.
+ */
+public final class InfrastructureFailures {
+
+	// SQLSTATE classes: connection exception, transaction rollback (serialization failure,
+	// deadlock), insufficient resources, operator intervention (shutdown, starting up,
+	// statement timeout), and lock_not_available
+	private static final List<String> SQL_STATES = List.of("08", "40", "53", "57", "55P03");
+
+	private static final int MAX_DEPTH = 32;
+
+	private InfrastructureFailures() {
+	}
+
+	/**
+	 * Return whether the failure, or one of its causes, is a failure of the
+	 * infrastructure rather than of the application.
+	 * @param failure the failure
+	 * @return {@code true} for an infrastructure failure
+	 */
+	public static boolean isInfrastructureFailure(@Nullable Throwable failure) {
+		return isInfrastructureFailure(failure, 0);
+	}
+
+	// Suppressed exceptions count: a listener's failure carries the failed rollback after
+	// it (a dead connection) as suppressed.
+	private static boolean isInfrastructureFailure(@Nullable Throwable failure, int depth) {
+		Throwable cause = failure;
+		for (int level = depth; cause != null && level < MAX_DEPTH; level++) {
+			if (isInfrastructure(cause)) {
+				return true;
+			}
+			for (Throwable suppressed : cause.getSuppressed()) {
+				if (isInfrastructureFailure(suppressed, level + 1)) {
+					return true;
+				}
+			}
+			cause = (cause.getCause() != cause) ? cause.getCause() : null;
+		}
+		return false;
+	}
+
+	private static boolean isInfrastructure(Throwable ex) {
+		if (ex instanceof IdempotencyKeyInProgressException || ex instanceof DataAccessResourceFailureException
+				|| ex instanceof RecoverableDataAccessException || ex instanceof CannotCreateTransactionException
+				|| ex instanceof SQLTransientException || ex instanceof SQLRecoverableException
+				|| ex instanceof SQLNonTransientConnectionException) {
+			return true;
+		}
+		if (ex instanceof TransientDataAccessException) {
+			// a stale entity stays stale however often the record is retried
+			return !(ex instanceof OptimisticLockingFailureException);
+		}
+		if (ex instanceof SQLException sql && sql.getSQLState() != null) {
+			return SQL_STATES.stream().anyMatch(sql.getSQLState()::startsWith);
+		}
+		return false;
+	}
+
+}

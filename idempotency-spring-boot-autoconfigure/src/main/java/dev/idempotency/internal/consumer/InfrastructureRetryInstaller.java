@@ -1,0 +1,79 @@
+package dev.idempotency.internal.consumer;
+
+import java.util.function.Supplier;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.CommonErrorHandler;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.MessageListenerContainer;
+import org.springframework.util.backoff.BackOff;
+
+/**
+ * Puts an {@link InfrastructureRetryingErrorHandler} in front of the error handler of
+ * every listener container of the registry, just before the registry starts them: the
+ * application's own handler (from the container factory, a container customizer or the
+ * retry topics), or spring-kafka's default {@link DefaultErrorHandler} when there is none.
+ */
+public final class InfrastructureRetryInstaller implements SmartLifecycle {
+
+	private static final Log logger = LogFactory.getLog(InfrastructureRetryInstaller.class);
+
+	private final ObjectProvider<KafkaListenerEndpointRegistry> registries;
+
+	private final Supplier<BackOff> backOff;
+
+	private volatile boolean running;
+
+	/**
+	 * Create an installer.
+	 * @param registries the listener endpoint registries
+	 * @param backOff makes the back-off of each container's infrastructure retries
+	 */
+	public InfrastructureRetryInstaller(ObjectProvider<KafkaListenerEndpointRegistry> registries,
+			Supplier<BackOff> backOff) {
+		this.registries = registries;
+		this.backOff = backOff;
+	}
+
+	@Override
+	public void start() {
+		this.registries.forEach((registry) -> registry.getAllListenerContainers().forEach(this::install));
+		this.running = true;
+	}
+
+	private void install(MessageListenerContainer container) {
+		if (container instanceof AbstractMessageListenerContainer<?, ?> listenerContainer
+				&& !(listenerContainer.getCommonErrorHandler() instanceof InfrastructureRetryingErrorHandler)) {
+			CommonErrorHandler application = listenerContainer.getCommonErrorHandler();
+			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(
+					(application != null) ? application : new DefaultErrorHandler(), this.backOff.get()));
+			if (logger.isDebugEnabled()) {
+				logger.debug("Infrastructure failures of container " + container.getListenerId()
+						+ " are retried without end before its error handler sees them");
+			}
+		}
+	}
+
+	@Override
+	public void stop() {
+		this.running = false;
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public int getPhase() {
+		// before the registry, which starts the containers
+		return AbstractMessageListenerContainer.DEFAULT_PHASE - 100;
+	}
+
+}

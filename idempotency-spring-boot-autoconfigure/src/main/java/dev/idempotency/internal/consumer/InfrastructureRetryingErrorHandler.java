@@ -1,0 +1,172 @@
+package dev.idempotency.internal.consumer;
+
+import java.util.Collection;
+import java.util.List;
+
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.common.TopicPartition;
+
+import org.springframework.kafka.KafkaException;
+import org.springframework.kafka.listener.CommonErrorHandler;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.ListenerUtils;
+import org.springframework.kafka.listener.MessageListenerContainer;
+import org.springframework.kafka.support.TopicPartitionOffset;
+import org.springframework.util.backoff.BackOff;
+import org.springframework.util.backoff.BackOffExecution;
+
+/**
+ * A container's error handler that retries records failed by the infrastructure (see
+ * {@link InfrastructureFailures}) with a back-off and never gives them up, and hands
+ * every other failure to the application's error handler, whose retries, recoverer and
+ * dead-letter topic stay as configured.
+ */
+public final class InfrastructureRetryingErrorHandler implements CommonErrorHandler {
+
+	private final CommonErrorHandler application;
+
+	private final DefaultErrorHandler infrastructure;
+
+	private final BackOff backOff;
+
+	private final ThreadLocal<BatchRetry> batchRetry = new ThreadLocal<>();
+
+	/**
+	 * Wrap the application's error handler.
+	 * @param application the error handler of the container
+	 * @param backOff the back-off between attempts after an infrastructure failure; it
+	 * should never stop
+	 */
+	public InfrastructureRetryingErrorHandler(CommonErrorHandler application, BackOff backOff) {
+		this.application = application;
+		this.backOff = backOff;
+		this.infrastructure = new DefaultErrorHandler((record, ex) -> {
+			throw new IllegalStateException("A record failed by the infrastructure is retried, never recovered", ex);
+		}, backOff);
+		this.infrastructure.setSeekAfterError(application.seeksAfterHandling());
+		this.infrastructure.setAckAfterHandle(application.isAckAfterHandle());
+		this.infrastructure.setLogLevel(KafkaException.Level.WARN);
+	}
+
+	private CommonErrorHandler handlerFor(Exception thrownException) {
+		return InfrastructureFailures.isInfrastructureFailure(thrownException) ? this.infrastructure
+				: this.application;
+	}
+
+	@Override
+	public boolean handleOne(Exception thrownException, ConsumerRecord<?, ?> record, Consumer<?, ?> consumer,
+			MessageListenerContainer container) {
+		return handlerFor(thrownException).handleOne(thrownException, record, consumer, container);
+	}
+
+	@Override
+	public void handleRemaining(Exception thrownException, List<ConsumerRecord<?, ?>> records,
+			Consumer<?, ?> consumer, MessageListenerContainer container) {
+		handlerFor(thrownException).handleRemaining(thrownException, records, consumer, container);
+	}
+
+	@Override
+	public void handleBatch(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
+			MessageListenerContainer container, Runnable invokeListener) {
+		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
+			redeliverLater(thrownException, data, consumer, container);
+		}
+		this.application.handleBatch(thrownException, data, consumer, container, invokeListener);
+	}
+
+	@Override
+	public <K, V> ConsumerRecords<K, V> handleBatchAndReturnRemaining(Exception thrownException,
+			ConsumerRecords<?, ?> data, Consumer<?, ?> consumer, MessageListenerContainer container,
+			Runnable invokeListener) {
+		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
+			redeliverLater(thrownException, data, consumer, container);
+		}
+		return this.application.handleBatchAndReturnRemaining(thrownException, data, consumer, container,
+				invokeListener);
+	}
+
+	/**
+	 * Send a batch failed by the infrastructure back to the container whole: seek each of
+	 * its partitions back to its first record, wait out the back-off, and throw, so that
+	 * nothing of it is committed and the next poll delivers it again. Each attempt comes
+	 * back here, so that a failure of another kind then reaches the application's handler,
+	 * and the application's retries never count an outage.
+	 */
+	private void redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
+			MessageListenerContainer container) {
+		for (TopicPartition partition : data.partitions()) {
+			List<? extends ConsumerRecord<?, ?>> records = data.records(partition);
+			if (!records.isEmpty()) {
+				consumer.seek(partition, records.get(0).offset());
+			}
+		}
+		ConsumerRecord<?, ?> first = data.iterator().next();
+		TopicPartitionOffset batch = new TopicPartitionOffset(first.topic(), first.partition(), first.offset());
+		BatchRetry retry = this.batchRetry.get();
+		if (retry == null || !retry.batch().equals(batch)) {
+			retry = new BatchRetry(batch, this.backOff.start());
+			this.batchRetry.set(retry);
+		}
+		long delay = retry.execution().nextBackOff();
+		try {
+			ListenerUtils.stoppableSleep(container, Math.max(0, delay));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		throw new KafkaException("Batch failed by the infrastructure (" + thrownException
+				+ "); it will be delivered again", KafkaException.Level.WARN, thrownException);
+	}
+
+	@Override
+	public void handleOtherException(Exception thrownException, Consumer<?, ?> consumer,
+			MessageListenerContainer container, boolean batchListener) {
+		this.application.handleOtherException(thrownException, consumer, container, batchListener);
+	}
+
+	@Override
+	public boolean seeksAfterHandling() {
+		return this.application.seeksAfterHandling();
+	}
+
+	@Override
+	public boolean deliveryAttemptHeader() {
+		return this.application.deliveryAttemptHeader();
+	}
+
+	@Override
+	public int deliveryAttempt(TopicPartitionOffset topicPartitionOffset) {
+		return this.application.deliveryAttempt(topicPartitionOffset);
+	}
+
+	private record BatchRetry(TopicPartitionOffset batch, BackOffExecution execution) {
+	}
+
+	@Override
+	public void clearThreadState() {
+		this.batchRetry.remove();
+		this.infrastructure.clearThreadState();
+		this.application.clearThreadState();
+	}
+
+	@Override
+	public boolean isAckAfterHandle() {
+		return this.application.isAckAfterHandle();
+	}
+
+	@Override
+	public void setAckAfterHandle(boolean ack) {
+		this.application.setAckAfterHandle(ack);
+		this.infrastructure.setAckAfterHandle(ack);
+	}
+
+	@Override
+	public void onPartitionsAssigned(Consumer<?, ?> consumer, Collection<TopicPartition> partitions,
+			Runnable publishPause) {
+		this.infrastructure.onPartitionsAssigned(consumer, partitions, publishPause);
+		this.application.onPartitionsAssigned(consumer, partitions, publishPause);
+	}
+
+}

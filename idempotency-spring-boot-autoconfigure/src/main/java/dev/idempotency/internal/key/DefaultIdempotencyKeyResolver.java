@@ -1,0 +1,48 @@
+package dev.idempotency.internal.key;
+
+import java.lang.reflect.Method;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import dev.idempotency.IdempotencyKeyResolver;
+import dev.idempotency.InboundMessage;
+import org.apache.kafka.common.header.Header;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.expression.Expression;
+
+/**
+ * The default {@link IdempotencyKeyResolver}: the method's
+ * {@link dev.idempotency.Idempotent#key() key expression} when it has one, else the value
+ * of the key header.
+ */
+public final class DefaultIdempotencyKeyResolver implements IdempotencyKeyResolver {
+
+	private final String headerName;
+
+	private final Map<Method, Expression> expressions = new ConcurrentHashMap<>();
+
+	/**
+	 * Create a resolver that reads keys from the given header.
+	 * @param headerName the name of the key header
+	 */
+	public DefaultIdempotencyKeyResolver(String headerName) {
+		this.headerName = headerName;
+	}
+
+	@Override
+	public @Nullable String resolve(InboundMessage message) {
+		String expression = message.idempotent().key();
+		if (!expression.isEmpty()) {
+			Expression parsed = this.expressions.computeIfAbsent(message.method(),
+					(method) -> KeyExpressions.parse(expression));
+			return KeyExpressions.evaluate(parsed, message.record(), message.payload());
+		}
+		Header header = message.record().headers().lastHeader(this.headerName);
+		if (header == null || header.value() == null || header.value().length == 0) {
+			return null;
+		}
+		return HeaderKeys.text(header.value());
+	}
+
+}

@@ -1,0 +1,265 @@
+package dev.idempotency.internal.outbox;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+import dev.idempotency.outbox.OutboxMetrics;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.context.SmartLifecycle;
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+
+/**
+ * Publishes outbox events to Kafka. Each cycle claims a batch of due events in a short
+ * transaction (with a lease), sends them asynchronously outside any transaction (an event
+ * only after the previous event of its key in the batch was acknowledged; see
+ * {@link OutboxBatchSender}), and records the outcome in one statement per outcome.
+ * A commit that wrote events wakes the relay at once; polling finds the events of other
+ * instances, less and less often while the outbox stays empty (see {@link PollBackoff}).
+ * Failed sends back off exponentially with jitter; after the last attempt an event is
+ * {@code DEAD} and blocks the later events of its key until it is re-queued.
+ * <p>
+ * A {@link SmartLifecycle}: it starts with the application context unless
+ * {@link #setAutoStartup(boolean) auto-startup} is off, and can be stopped and started
+ * again.
+ */
+public final class OutboxRelay implements SmartLifecycle {
+
+	/** Header that carries the event id. */
+	public static final String IDEMPOTENCY_KEY_HEADER = "X-Idempotency-Key";
+
+	/** Header that carries the event type, when set. */
+	public static final String EVENT_TYPE_HEADER = "X-Event-Type";
+
+	/** Header that carries the aggregate type, when set. */
+	public static final String AGGREGATE_TYPE_HEADER = "X-Aggregate-Type";
+
+	private static final Log logger = LogFactory.getLog(OutboxRelay.class);
+
+	private final OutboxRepository repository;
+
+	private final KafkaTemplate<String, byte[]> kafka;
+
+	private final OutboxSettings settings;
+
+	private final OutboxMetrics metrics;
+
+	private final OutboxBatchSender sender;
+
+	private final String owner = UUID.randomUUID().toString();
+
+	private final Semaphore wakeUps = new Semaphore(0);
+
+	private volatile boolean running;
+
+	private boolean autoStartup = true;
+
+	private @Nullable Thread thread;
+
+	private long nextHousekeeping;
+
+	/**
+	 * Create a relay.
+	 * @param repository the outbox table
+	 * @param kafka the template that sends (an idempotent producer)
+	 * @param settings the relay's settings
+	 * @param metrics records what the relay does
+	 */
+	public OutboxRelay(OutboxRepository repository, KafkaTemplate<String, byte[]> kafka, OutboxSettings settings,
+			OutboxMetrics metrics) {
+		this.repository = repository;
+		this.kafka = kafka;
+		this.settings = settings;
+		this.metrics = metrics;
+		this.sender = new OutboxBatchSender(kafka, settings, metrics);
+	}
+
+	/**
+	 * Set whether the relay starts with the application context. When not, the bean
+	 * exists and {@link #start()} starts it later.
+	 * @param autoStartup whether to start with the context
+	 */
+	public void setAutoStartup(boolean autoStartup) {
+		this.autoStartup = autoStartup;
+	}
+
+	@Override
+	public boolean isAutoStartup() {
+		return this.autoStartup;
+	}
+
+	/**
+	 * Wake the relay up: events were committed.
+	 */
+	public void wakeUp() {
+		if (this.wakeUps.availablePermits() == 0) {
+			this.wakeUps.release();
+		}
+	}
+
+	/**
+	 * Run one cycle now: claim, send, record. For tests and tools; the relay's own thread
+	 * does this continuously while it runs.
+	 * @return the number of events claimed
+	 */
+	public int relayOnce() {
+		long started = System.nanoTime();
+		List<OutboxRecord> batch = this.repository.claim(this.owner, this.settings.lease());
+		if (batch.isEmpty()) {
+			return 0;
+		}
+		long claimed = System.nanoTime();
+		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
+		long acknowledged = System.nanoTime();
+		this.repository.complete(outcome.sent, this.owner, this.settings.deleteSent());
+		List<Long> dead = this.repository.fail(outcome.failed, this.owner, this.settings.maxAttempts());
+		if (!outcome.failed.isEmpty()) {
+			logger.warn(outcome.failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
+					+ "retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
+			// All sends of the batch have completed: start the next attempt on a fresh
+			// producer, in case this one is in a state it cannot leave (a fatal error, a
+			// replaced cluster).
+			if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+				producers.reset();
+			}
+		}
+		if (logger.isDebugEnabled()) {
+			long done = System.nanoTime();
+			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "
+					+ "completion %.1f ms", outcome.sent.size(), batch.size(), (claimed - started) / 1e6,
+					(acknowledged - claimed) / 1e6, (done - acknowledged) / 1e6));
+		}
+		if (!dead.isEmpty()) {
+			logger.warn(dead.size() + " outbox events reached " + this.settings.maxAttempts()
+					+ " attempts and are DEAD; later events of their keys wait until they are re-queued");
+			this.metrics.stats(this.repository.stats());
+		}
+		return batch.size();
+	}
+
+	private void loop() {
+		PollBackoff backoff = new PollBackoff(this.settings.pollInterval(), this.settings.idlePollInterval());
+		while (this.running) {
+			int claimed = 0;
+			try {
+				claimed = relayOnce();
+				housekeeping();
+				recordOldestPending();
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
+			}
+			if (claimed >= this.settings.batchSize()) {
+				continue;
+			}
+			try {
+				if (this.wakeUps.tryAcquire(backoff.next(claimed), TimeUnit.MILLISECONDS)) {
+					backoff.wokenUp();
+				}
+				this.wakeUps.drainPermits();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return;
+			}
+		}
+	}
+
+	/**
+	 * Read the age of the oldest pending event after every cycle (at least every poll
+	 * interval), so that the gauge follows the events that leave: one indexed row.
+	 */
+	private void recordOldestPending() {
+		if (this.metrics != OutboxMetrics.NONE) {
+			this.metrics.oldestPending(this.repository.oldestPendingAge());
+		}
+	}
+
+	private void housekeeping() {
+		long now = System.nanoTime();
+		if (now - this.nextHousekeeping < 0) {
+			return;
+		}
+		this.nextHousekeeping = now + Duration.ofSeconds(10).toNanos();
+		this.metrics.stats(this.repository.stats());
+		if (!this.settings.deleteSent()) {
+			this.repository.purgeSent(this.settings.retention());
+		}
+	}
+
+	@Override
+	public synchronized void start() {
+		if (this.running) {
+			return;
+		}
+		this.running = true;
+		Thread relay = new Thread(this::loop, "idempotency-outbox-relay");
+		relay.setDaemon(true);
+		relay.start();
+		this.thread = relay;
+	}
+
+	/**
+	 * Stop after the batch in flight: its acknowledgments are awaited (up to the shutdown
+	 * timeout) and recorded; whatever is still leased is released for other instances.
+	 */
+	@Override
+	public synchronized void stop() {
+		this.running = false;
+		wakeUp();
+		Thread relay = this.thread;
+		if (relay != null) {
+			try {
+				relay.join(this.settings.shutdownTimeout().toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			if (relay.isAlive()) {
+				relay.interrupt();
+				try {
+					relay.join(this.settings.shutdownTimeout().toMillis());
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			this.thread = null;
+			if (relay.isAlive()) {
+				// still recording its batch: leave its leases to expire rather than release
+				// them under it, which would let its events be sent twice
+				logger.warn("The outbox relay did not stop within " + this.settings.shutdownTimeout()
+						+ "; its leases expire after " + this.settings.lease());
+				return;
+			}
+		}
+		try {
+			this.repository.release(this.owner);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release the outbox relay's leases; they expire after " + this.settings.lease()
+					+ ": " + ex);
+		}
+		if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+			producers.destroy();
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public int getPhase() {
+		// stop before the Kafka producer and the DataSource go away
+		return SmartLifecycle.DEFAULT_PHASE - 1024;
+	}
+
+}

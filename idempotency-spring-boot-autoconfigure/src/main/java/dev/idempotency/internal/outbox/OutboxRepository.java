@@ -1,0 +1,362 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.OutboxEvent;
+import dev.idempotency.outbox.OutboxStats;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+
+import javax.sql.DataSource;
+
+import dev.idempotency.internal.store.TableName;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.PreparedStatementCreator;
+import org.springframework.transaction.support.TransactionOperations;
+
+/**
+ * The SQL of the outbox: insert in the caller's transaction (publishers of one key take
+ * turns, so that ids follow commit order); claim, complete, fail and re-queue for the
+ * relay, each one statement (the claim in a short transaction of its own).
+ */
+public final class OutboxRepository {
+
+	// The id orders the events of a key, but it is taken at insert, not at commit. So that
+	// ids follow commit order, publishers of one key take turns: the insert first takes a
+	// lock on the key (two-int advisory lock, held until the transaction ends; a null key
+	// takes none), then draws the id, all in one statement. The two-int form never
+	// collides with the relay's one-bigint claim lock.
+	private static final String INSERT = """
+			WITH key_turn AS (SELECT pg_advisory_xact_lock(?, hashtext(?::text)))
+			INSERT INTO %s (event_id, aggregate_type, aggregate_id, type, topic, payload, headers)
+			SELECT ?::uuid, ?, ?, ?, ?, ?::bytea, jsonb_object(?::text[], ?::text[]) FROM key_turn
+			""";
+
+	// One relay instance claims at a time (a transaction-scoped advisory lock), so that
+	// the order check sees every other instance's committed leases. An event is claimable
+	// when it is due, not leased, and no older event of its key is dead, backing off or
+	// leased elsewhere; older claimable events of the key come first in id order and are
+	// claimed in the same batch. Only dead, failed (or held back or re-queued: last_error
+	// is set) or leased events can block, and the check names that condition so that it
+	// runs on the small partial index of them.
+	private static final String CLAIM = """
+			WITH due AS (
+			    SELECT o.id FROM %1$s o
+			    WHERE o.status = 'PENDING' AND o.next_attempt_at <= now()
+			      AND (o.lease_until IS NULL OR o.lease_until < now())
+			      AND NOT EXISTS (
+			          SELECT 1 FROM %1$s older
+			          WHERE older.aggregate_id = o.aggregate_id AND older.id < o.id
+			            AND (older.status = 'DEAD'
+			                 OR (older.status = 'PENDING' AND (older.last_error IS NOT NULL OR older.lease_owner IS NOT NULL)))
+			            AND (older.status = 'DEAD' OR older.next_attempt_at > now() OR older.lease_until >= now()))
+			    ORDER BY o.id
+			    LIMIT %2$d
+			    FOR UPDATE SKIP LOCKED)
+			UPDATE %1$s SET lease_owner = ?, lease_until = now() + make_interval(secs => ?)
+			FROM due WHERE %1$s.id = due.id
+			RETURNING %1$s.id, event_id, aggregate_id, topic, payload, type, aggregate_type, attempts, created_at,
+			    CASE WHEN headers <> '{}' THEN ARRAY(SELECT key FROM jsonb_each_text(headers)) END AS header_names,
+			    CASE WHEN headers <> '{}' THEN ARRAY(SELECT value FROM jsonb_each_text(headers)) END AS header_values
+			""";
+
+	// The claim must walk the pending index in id order and stop after a batch. On a
+	// table whose statistics lag behind a burst of inserts (a fresh backlog), the planner
+	// otherwise reads every pending row, checks each against the order condition and
+	// sorts them all: 180 ms instead of 20 ms for 500 of 20,000 rows. Sorting is switched
+	// off for the claim's transaction only, in the statement that takes the turn.
+	private static final String LOCK = "SELECT pg_advisory_xact_lock(?), set_config('enable_sort', 'off', true)";
+
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+	private static final String DELETE_SENT = "DELETE FROM %s WHERE id = ANY(?) AND lease_owner = ?";
+
+	private static final String MARK_SENT = """
+			UPDATE %s SET status = 'SENT', sent_at = now(), lease_owner = NULL, lease_until = NULL
+			WHERE id = ANY(?) AND lease_owner = ?
+			""";
+
+	private static final String FAIL = """
+			UPDATE %s SET attempts = attempts + CASE WHEN failed.attempted THEN 1 ELSE 0 END,
+			    last_error = failed.error,
+			    status = CASE WHEN failed.attempted AND attempts + 1 >= ? THEN 'DEAD' ELSE 'PENDING' END,
+			    next_attempt_at = now() + make_interval(secs => failed.delay_seconds),
+			    lease_owner = NULL, lease_until = NULL
+			FROM unnest(?::bigint[], ?::text[], ?::float8[], ?::boolean[])
+			    AS failed (id, error, delay_seconds, attempted)
+			WHERE %s.id = failed.id AND lease_owner = ?
+			RETURNING %s.id, status
+			""";
+
+	private static final String RELEASE = """
+			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
+			""";
+
+	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
+	// due for a claim whose transaction started earlier (waiting for its turn), and must
+	// still block the later events of its key there, which only events with last_error
+	// set (or leased) do.
+	private static final String REQUEUE = """
+			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(),
+			    last_error = coalesce(last_error, 'Re-queued')
+			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
+			""";
+
+	private static final String PURGE = """
+			DELETE FROM %s WHERE status = 'SENT' AND sent_at < now() - make_interval(secs => ?)
+			""";
+
+	private static final String STATS = """
+			SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
+			       count(*) FILTER (WHERE status = 'DEAD') AS dead,
+			       min(created_at) FILTER (WHERE status = 'PENDING') AS oldest
+			FROM %s WHERE status <> 'SENT'
+			""";
+
+	// The pending event with the lowest id: the first written (id and created_at are both
+	// taken by the insert), found at the head of the pending index, whatever the backlog.
+	// Its age is measured on the database's clock, so that a skewed application clock
+	// does not shift it.
+	private static final String OLDEST_PENDING_AGE = """
+			SELECT extract(epoch FROM clock_timestamp() - created_at) FROM %s
+			WHERE status = 'PENDING' ORDER BY id LIMIT 1
+			""";
+
+	private final JdbcTemplate jdbc;
+
+	private final TransactionOperations transactions;
+
+	private final long lockKey;
+
+	private final int publishLockClass;
+
+	private final String insertSql;
+
+	private final String claimSql;
+
+	private final String deleteSentSql;
+
+	private final String markSentSql;
+
+	private final String failSql;
+
+	private final String releaseSql;
+
+	private final String requeueSql;
+
+	private final String purgeSql;
+
+	private final String statsSql;
+
+	private final String oldestPendingAgeSql;
+
+	/**
+	 * Create a repository.
+	 * @param jdbc the template on the application's {@code DataSource}
+	 * @param transactions runs the claim in a short transaction of its own
+	 * @param table the outbox table, validated
+	 * @param batchSize the most events one claim takes
+	 */
+	public OutboxRepository(JdbcTemplate jdbc, TransactionOperations transactions, TableName table, int batchSize) {
+		this.jdbc = jdbc;
+		this.transactions = transactions;
+		String name = table.qualified();
+		this.lockKey = ("idempotency-outbox:" + name).hashCode();
+		this.publishLockClass = ("idempotency-outbox-publish:" + name).hashCode();
+		this.insertSql = INSERT.formatted(name);
+		// the batch size is formatted in: with a bound LIMIT, the driver's generic plan
+		// cannot count on a small limit and may scan instead of walking the index
+		this.claimSql = CLAIM.formatted(name, batchSize);
+		this.deleteSentSql = DELETE_SENT.formatted(name);
+		this.markSentSql = MARK_SENT.formatted(name);
+		this.failSql = FAIL.formatted(name, name, name);
+		this.releaseSql = RELEASE.formatted(name);
+		this.requeueSql = REQUEUE.formatted(name);
+		this.purgeSql = PURGE.formatted(name);
+		this.statsSql = STATS.formatted(name);
+		this.oldestPendingAgeSql = OLDEST_PENDING_AGE.formatted(name);
+	}
+
+	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
+		try {
+			this.jdbc.update(insertStatement(eventId, event, payload));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sqlException
+					&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+				throw new CannotAcquireLockException("Gave up after the transaction's lock_timeout waiting for "
+						+ "another open transaction that published an event of the same key (topic " + event.topic()
+						+ "); retry the transaction", ex);
+			}
+			throw ex;
+		}
+	}
+
+	private PreparedStatementCreator insertStatement(UUID eventId, OutboxEvent event, byte[] payload) {
+		String[] names = event.headers().keySet().toArray(String[]::new);
+		String[] values = event.headers().values().toArray(String[]::new);
+		return (connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.insertSql);
+			statement.setInt(1, this.publishLockClass);
+			statement.setString(2, event.key());
+			statement.setObject(3, eventId);
+			statement.setString(4, event.aggregateType());
+			statement.setString(5, event.key());
+			statement.setString(6, event.type());
+			statement.setString(7, event.topic());
+			statement.setBytes(8, payload);
+			statement.setArray(9, connection.createArrayOf("text", names));
+			statement.setArray(10, connection.createArrayOf("text", values));
+			return statement;
+		};
+	}
+
+	List<OutboxRecord> claim(String owner, Duration lease) {
+		List<OutboxRecord> claimed = this.transactions.execute((status) -> {
+			takeClaimTurn();
+			return this.jdbc.query(this.claimSql, OutboxRepository::record, owner, lease.toMillis() / 1000.0);
+		});
+		List<OutboxRecord> ordered = new ArrayList<>((claimed != null) ? claimed : List.of());
+		ordered.sort(Comparator.comparingLong(OutboxRecord::id));
+		return ordered;
+	}
+
+	/**
+	 * Wait for the claim turn and hold it until the current transaction ends: relay
+	 * instances claim one at a time.
+	 */
+	/**
+	 * Return the {@code DataSource} of the outbox table.
+	 * @return the data source
+	 */
+	DataSource dataSource() {
+		return Objects.requireNonNull(this.jdbc.getDataSource(), "jdbc has no DataSource");
+	}
+
+	void takeClaimTurn() {
+		this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
+	}
+
+	int complete(List<Long> ids, String owner, boolean delete) {
+		if (ids.isEmpty()) {
+			return 0;
+		}
+		return this.jdbc.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(delete ? this.deleteSentSql : this.markSentSql);
+			statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
+			statement.setString(2, owner);
+			return statement;
+		});
+	}
+
+	/**
+	 * Record failed attempts and schedule the next ones.
+	 * @return the ids that became {@code DEAD}
+	 */
+	List<Long> fail(Map<Long, Failure> failures, String owner, int maxAttempts) {
+		if (failures.isEmpty()) {
+			return List.of();
+		}
+		Long[] ids = failures.keySet().toArray(Long[]::new);
+		String[] errors = new String[ids.length];
+		Double[] delays = new Double[ids.length];
+		Boolean[] attempted = new Boolean[ids.length];
+		for (int i = 0; i < ids.length; i++) {
+			Failure failure = failures.get(ids[i]);
+			errors[i] = failure.error();
+			delays[i] = failure.delay().toMillis() / 1000.0;
+			attempted[i] = failure.attempted();
+		}
+		List<Long> dead = new ArrayList<>();
+		this.jdbc.query((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.failSql);
+			statement.setInt(1, maxAttempts);
+			statement.setArray(2, connection.createArrayOf("int8", ids));
+			statement.setArray(3, connection.createArrayOf("text", errors));
+			statement.setArray(4, connection.createArrayOf("float8", delays));
+			statement.setArray(5, connection.createArrayOf("bool", attempted));
+			statement.setString(6, owner);
+			return statement;
+		}, (ResultSet row) -> {
+			if ("DEAD".equals(row.getString(2))) {
+				dead.add(row.getLong(1));
+			}
+		});
+		return dead;
+	}
+
+	int release(String owner) {
+		return this.jdbc.update(this.releaseSql, owner);
+	}
+
+	/**
+	 * Put dead events back in line.
+	 * @param eventId the event to re-queue, or {@code null} for all dead events
+	 * @return the number re-queued
+	 */
+	public int requeueDead(@Nullable UUID eventId) {
+		return this.jdbc.update(this.requeueSql, eventId, eventId);
+	}
+
+	int purgeSent(Duration retention) {
+		return this.jdbc.update(this.purgeSql, retention.toMillis() / 1000.0);
+	}
+
+	/**
+	 * Count the pending and dead events (one scan of the events not sent).
+	 * @return the state of the table
+	 */
+	public OutboxStats stats() {
+		return this.jdbc.queryForObject(this.statsSql, (row, rowNum) -> new OutboxStats(row.getLong("pending"),
+				row.getLong("dead"), (row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
+	}
+
+	/**
+	 * Return the age of the oldest pending event, on the database's clock.
+	 * @return the age, or {@code null} when no event is pending
+	 */
+	public @Nullable Duration oldestPendingAge() {
+		List<Double> seconds = this.jdbc.queryForList(this.oldestPendingAgeSql, Double.class);
+		return seconds.isEmpty() ? null : Duration.ofNanos((long) (Math.max(0, seconds.get(0)) * 1e9));
+	}
+
+	private static OutboxRecord record(ResultSet row, int rowNum) throws SQLException {
+		// jsonb_each_text walks the object in its stored order: both arrays align
+		java.sql.Array names = row.getArray("header_names");
+		Map<String, String> headers = (names != null) ? new LinkedHashMap<>() : Map.of();
+		if (names != null) {
+			String[] keys = (String[]) names.getArray();
+			String[] values = (String[]) row.getArray("header_values").getArray();
+			for (int i = 0; i < keys.length; i++) {
+				headers.put(keys[i], values[i]);
+			}
+		}
+		return new OutboxRecord(row.getLong("id"), row.getObject("event_id", UUID.class), row.getString("aggregate_id"),
+				row.getString("topic"), row.getBytes("payload"), headers, row.getString("type"),
+				row.getString("aggregate_type"), row.getInt("attempts"), row.getTimestamp("created_at").toInstant());
+	}
+
+	/**
+	 * Why an event was not sent, and when to try again.
+	 *
+	 * @param error the error
+	 * @param delay the delay before the next attempt
+	 * @param attempted whether a send was attempted (counts towards the maximum), or the
+	 * event was held back because an earlier send to its topic had just failed
+	 */
+	record Failure(String error, Duration delay, boolean attempted) {
+	}
+
+}

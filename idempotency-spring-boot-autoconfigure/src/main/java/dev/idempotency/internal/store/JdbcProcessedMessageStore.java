@@ -1,0 +1,247 @@
+package dev.idempotency.internal.store;
+
+import dev.idempotency.store.Claim;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+
+import javax.sql.DataSource;
+
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link ProcessedMessageStore} on a PostgreSQL table. A key is claimed with
+ * {@code INSERT ... ON CONFLICT DO NOTHING}: one row inserted means new, none means
+ * duplicate. A concurrent claim of the same key waits on the unique index until the first
+ * transaction ends (bounded by the lock timeout), then sees the committed row and reports
+ * a duplicate, or inserts if the first rolled back.
+ * <p>
+ * Claims must run inside the transaction of the listener's work, on the same
+ * {@code DataSource}. The lock timeout is set with {@code set_config('lock_timeout', ...,
+ * true)} in the claim statement itself and put back to its previous value by the same
+ * statement, so it bounds the claim's wait and nothing else.
+ */
+public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
+
+	// The lock timeout bounds the wait of this statement only: it is set before the insert
+	// and put back to what it was by the RETURNING clause of each inserted row, after its
+	// wait, so that the listener's own statements keep their own setting. A duplicate
+	// inserts nothing and leaves it set, but then the listener does not run in this
+	// transaction.
+	private static final String CLAIM = """
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, ?, ?, ?, ?, now() FROM settings
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING (SELECT set_config('lock_timeout', previous, true) FROM settings)
+			""";
+
+	// Keys are sorted before they are sent, so that two consumers claiming overlapping
+	// batches take the index locks in the same order and cannot deadlock.
+	private static final String CLAIM_ALL = """
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			    AS batch (idempotency_key, topic, partition, record_offset)
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING idempotency_key, (SELECT set_config('lock_timeout', previous, true) FROM settings)
+			""";
+
+	private static final String EXISTS = """
+			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
+			""";
+
+	private static final String UNCLAIM = """
+			DELETE FROM %s WHERE consumer_group = ? AND idempotency_key = ANY(?)
+			""";
+
+	private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+	private final JdbcTemplate jdbcTemplate;
+
+	private final DataSource dataSource;
+
+	private final String claimSql;
+
+	private final String existsSql;
+
+	private final String claimAllSql;
+
+	private final String unclaimSql;
+
+	private final String lockTimeout;
+
+	/**
+	 * Create a store on the given table.
+	 * @param jdbcTemplate the template on the application's {@code DataSource}
+	 * @param table the table, validated
+	 * @param lockTimeout how long a claim may wait for a concurrent claim of the same key;
+	 * zero or negative to wait as long as the database allows
+	 */
+	public JdbcProcessedMessageStore(JdbcTemplate jdbcTemplate, TableName table, Duration lockTimeout) {
+		this.jdbcTemplate = jdbcTemplate;
+		this.dataSource = Objects.requireNonNull(jdbcTemplate.getDataSource(), "jdbcTemplate has no DataSource");
+		this.claimSql = CLAIM.formatted(table.qualified());
+		this.existsSql = EXISTS.formatted(table.qualified());
+		this.unclaimSql = UNCLAIM.formatted(table.qualified());
+		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
+		this.lockTimeout = (lockTimeout.isZero() || lockTimeout.isNegative()) ? "0"
+				: Long.toString(Math.max(1, lockTimeout.toMillis()));
+	}
+
+	@Override
+	public Claim claim(ProcessedMessage message) {
+		requireTransaction();
+		try {
+			Boolean inserted = this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout,
+					message.scope(), message.key(), message.topic(), message.partition(), message.offset());
+			return Boolean.TRUE.equals(inserted) ? Claim.NEW : Claim.DUPLICATE;
+		}
+		catch (DataAccessException ex) {
+			throw translated(ex, message.scope(), message);
+		}
+	}
+
+	/**
+	 * Claim a batch in one statement: a multi-row {@code INSERT ... ON CONFLICT DO NOTHING
+	 * RETURNING} over arrays of the keys. The returned keys are the new ones; of a key that
+	 * appears several times in the batch, the first occurrence is new.
+	 */
+	@Override
+	public List<Claim> claimAll(List<ProcessedMessage> messages) {
+		requireTransaction();
+		if (messages.isEmpty()) {
+			return List.of();
+		}
+		Map<String, List<ProcessedMessage>> byScope = new LinkedHashMap<>();
+		for (ProcessedMessage message : messages) {
+			byScope.computeIfAbsent(message.scope(), (scope) -> new ArrayList<>()).add(message);
+		}
+		Set<String> inserted = new HashSet<>();
+		byScope.forEach((scope, scoped) -> insertAll(scope, scoped)
+			.forEach((key) -> inserted.add(scope + '\0' + key)));
+		List<Claim> claims = new ArrayList<>(messages.size());
+		for (ProcessedMessage message : messages) {
+			// remove: a later occurrence of the same key in the batch is a duplicate
+			claims.add(inserted.remove(message.scope() + '\0' + message.key()) ? Claim.NEW : Claim.DUPLICATE);
+		}
+		return claims;
+	}
+
+	private List<String> insertAll(String scope, List<ProcessedMessage> messages) {
+		Map<String, ProcessedMessage> firstByKey = new TreeMap<>();
+		for (ProcessedMessage message : messages) {
+			firstByKey.putIfAbsent(message.key(), message);
+		}
+		int size = firstByKey.size();
+		String[] keys = new String[size];
+		String[] topics = new String[size];
+		Integer[] partitions = new Integer[size];
+		Long[] offsets = new Long[size];
+		int i = 0;
+		for (ProcessedMessage message : firstByKey.values()) {
+			keys[i] = message.key();
+			topics[i] = message.topic();
+			partitions[i] = message.partition();
+			offsets[i] = message.offset();
+			i++;
+		}
+		try {
+			List<String> inserted = this.jdbcTemplate.query((connection) -> {
+				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
+				int index = 1;
+				statement.setString(index++, this.lockTimeout);
+				statement.setString(index++, scope);
+				statement.setArray(index++, connection.createArrayOf("varchar", keys));
+				statement.setArray(index++, connection.createArrayOf("varchar", topics));
+				statement.setArray(index++, connection.createArrayOf("int4", partitions));
+				statement.setArray(index, connection.createArrayOf("int8", offsets));
+				return statement;
+			}, (row, rowNum) -> row.getString(1));
+			return (inserted != null) ? inserted : List.of();
+		}
+		catch (DataAccessException ex) {
+			throw translated(ex, scope, messages.get(0));
+		}
+	}
+
+	@Override
+	public boolean unclaimAll(List<ProcessedMessage> messages) {
+		requireTransaction();
+		Map<String, List<String>> byScope = new LinkedHashMap<>();
+		for (ProcessedMessage message : messages) {
+			byScope.computeIfAbsent(message.scope(), (scope) -> new ArrayList<>()).add(message.key());
+		}
+		byScope.forEach((scope, keys) -> this.jdbcTemplate.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.unclaimSql);
+			statement.setString(1, scope);
+			statement.setArray(2, connection.createArrayOf("varchar", keys.toArray()));
+			return statement;
+		}));
+		return true;
+	}
+
+	private DataAccessException translated(DataAccessException ex, String scope, ProcessedMessage example) {
+		if (ex.getMostSpecificCause() instanceof SQLException sqlException
+				&& LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+			return new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
+					+ "ms waiting for a concurrent claim of the same key in scope '" + scope + "' (record "
+					+ example.topic() + "-" + example.partition() + "@" + example.offset()
+					+ "); the record will be retried", ex);
+		}
+		return ex;
+	}
+
+	/**
+	 * Return the {@code DataSource} the store writes to.
+	 * @return the data source
+	 */
+	public DataSource dataSource() {
+		return this.dataSource;
+	}
+
+	private void requireTransaction() {
+		// Without a connection of this DataSource bound to the transaction, JdbcTemplate would
+		// take a connection of its own in auto-commit mode: the claim would commit at once,
+		// apart from the listener's work.
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
+			throw new IllegalStateException("A claim must run in the listener's transaction, on a connection of the "
+					+ "store's DataSource; the current thread has "
+					+ (TransactionSynchronizationManager.isActualTransactionActive()
+							? "a transaction of another resource (a transaction manager of another DataSource, or "
+									+ "of Kafka): set idempotency.transaction-manager to the one of the DataSource"
+							: "no transaction"));
+		}
+	}
+
+	@Override
+	public boolean isProcessed(String scope, String key) {
+		Boolean exists = this.jdbcTemplate.queryForObject(this.existsSql, Boolean.class, scope, key);
+		return Boolean.TRUE.equals(exists);
+	}
+
+	@Override
+	public String name() {
+		return "jdbc";
+	}
+
+}

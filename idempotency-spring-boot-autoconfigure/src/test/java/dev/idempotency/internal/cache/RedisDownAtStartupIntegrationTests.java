@@ -1,0 +1,121 @@
+package dev.idempotency.internal.cache;
+
+import dev.idempotency.cache.ProcessedKeyCache;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestMeters;
+import dev.idempotency.test.TestRedis;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+/**
+ * An application with the cache on whose Redis is not running when it starts: it starts,
+ * the database decides alone, and the cache is used once Redis comes up on its port.
+ */
+class RedisDownAtStartupIntegrationTests {
+
+	private static final String TOPIC = "it-redis-down-at-startup";
+
+	private static final String GROUP = "redis-down-at-startup";
+
+	@Test
+	void startsWithoutRedisAppliesEachRecordOnceAndUsesTheCacheWhenRedisComesUp() {
+		TestInfrastructure.createTopic(TOPIC, 1);
+		try (TestRedis redis = TestRedis.notRunning();
+				ConfigurableApplicationContext context = assertTimeoutPreemptively(Duration.ofSeconds(90),
+						() -> TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
+								"idempotency.cache.enabled=true", "idempotency.cache.timeout=100ms",
+								"idempotency.cache.open-for=300ms"))) {
+			assertThat(context.getBean(ProcessedKeyCache.class)).isInstanceOf(RedisProcessedKeyCache.class);
+			String run = UUID.randomUUID().toString();
+			for (int i = 0; i < 10; i++) {
+				send(run + "-" + (i % 5));
+			}
+			awaitConsumed();
+			for (int i = 0; i < 5; i++) {
+				assertThat(effects(context, run + "-" + i)).as("effects of key %d", i).isEqualTo(1);
+			}
+			assertThat(count(context, "idempotency.messages", "outcome", "duplicate", "source", "store"))
+				.isEqualTo(5.0);
+			assertThat(count(context, "idempotency.messages", "outcome", "failed")).isZero();
+			assertThat(count(context, "idempotency.cache.requests", "result", "error")).isPositive();
+			assertThat(count(context, "idempotency.cache.requests", "result", "hit")).isZero();
+
+			redis.restart();
+			// a duplicate found in the database writes its key to the cache once it answers;
+			// the next copy is then a cache hit
+			String key = run + "-0";
+			await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
+				send(key);
+				awaitConsumed();
+				return count(context, "idempotency.cache.requests", "result", "hit") > 0;
+			});
+			assertThat(count(context, "idempotency.messages", "outcome", "duplicate", "source", "cache")).isPositive();
+			assertThat(effects(context, key)).isEqualTo(1);
+		}
+	}
+
+	private static void send(String key) {
+		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+	}
+
+	private static void awaitConsumed() {
+		TestKafka.awaitCommitted(GROUP, new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
+	}
+
+	private static int effects(ConfigurableApplicationContext context, String key) {
+		return context.getBean(JdbcTemplate.class)
+			.queryForObject("SELECT count(*) FROM redis_down_effects WHERE message_key = ?", Integer.class, key);
+	}
+
+	private static double count(ConfigurableApplicationContext context, String name, String... tags) {
+		return TestMeters.count(context, name, tags);
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		Effects effects(JdbcTemplate jdbc) {
+			jdbc.execute("CREATE TABLE IF NOT EXISTS redis_down_effects (id BIGSERIAL PRIMARY KEY, "
+					+ "message_key TEXT NOT NULL)");
+			return new Effects(jdbc);
+		}
+
+	}
+
+	static class Effects {
+
+		private final JdbcTemplate jdbc;
+
+		Effects(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
+		@Idempotent
+		public void apply(String key) {
+			this.jdbc.update("INSERT INTO redis_down_effects (message_key) VALUES (?)", key);
+		}
+
+	}
+
+}

@@ -1,0 +1,65 @@
+package dev.idempotency.internal.consumer;
+
+import java.sql.SQLException;
+
+import dev.idempotency.IdempotencyKeyInProgressException;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.DataIntegrityViolationException;
+import org.springframework.dao.OptimisticLockingFailureException;
+import org.springframework.dao.QueryTimeoutException;
+import org.springframework.transaction.CannotCreateTransactionException;
+import org.springframework.transaction.TransactionSystemException;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tests for {@link InfrastructureFailures}.
+ */
+class InfrastructureFailuresUnitTests {
+
+	@Test
+	void unreachableOrBusyInfrastructureIsAnInfrastructureFailure() {
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new CannotAcquireLockException("lock timeout")))
+			.isTrue();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new QueryTimeoutException("statement timeout")))
+			.isTrue();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new DataAccessResourceFailureException("down")))
+			.isTrue();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new CannotCreateTransactionException("no pool")))
+			.isTrue();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new IdempotencyKeyInProgressException("held elsewhere")))
+			.isTrue();
+	}
+
+	@Test
+	void sqlStatesOfConnectionsShutdownsAndConflictsCountAnywhereInTheCauseChain() {
+		for (String state : new String[] { "08006", "57P01", "57P03", "53300", "40001", "40P01", "55P03" }) {
+			RuntimeException wrapped = new IllegalStateException("listener failed",
+					new SQLException("server said no", state));
+			assertThat(InfrastructureFailures.isInfrastructureFailure(wrapped)).as(state).isTrue();
+		}
+	}
+
+	@Test
+	void aFailedRollbackAttachedToTheListenersFailureCounts() {
+		IllegalStateException failure = new IllegalStateException("listener failed on a dead connection");
+		failure.addSuppressed(new TransactionSystemException("JDBC rollback failed",
+				new SQLException("terminating connection due to administrator command", "57P01")));
+		assertThat(InfrastructureFailures.isInfrastructureFailure(failure)).isTrue();
+	}
+
+	@Test
+	void failuresOfTheApplicationDoNotCount() {
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new IllegalStateException("poison"))).isFalse();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new OptimisticLockingFailureException("stale")))
+			.isFalse();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new DataIntegrityViolationException("duplicate",
+				new SQLException("unique violation", "23505"))))
+			.isFalse();
+		assertThat(InfrastructureFailures.isInfrastructureFailure(null)).isFalse();
+	}
+
+}

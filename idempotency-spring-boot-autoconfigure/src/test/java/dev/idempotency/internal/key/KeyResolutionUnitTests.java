@@ -1,0 +1,151 @@
+package dev.idempotency.internal.key;
+
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.InboundMessage;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.util.ReflectionUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+/**
+ * Tests for {@link DefaultIdempotencyKeyResolver}, {@link RecordCoordinates} and
+ * {@link StoredKey}.
+ */
+class KeyResolutionUnitTests {
+
+	private final DefaultIdempotencyKeyResolver resolver = new DefaultIdempotencyKeyResolver("X-Idempotency-Key");
+
+	@Test
+	void readsTheKeyHeader() {
+		ConsumerRecord<String, String> record = record("payments", 0, 7);
+		record.headers().add("X-Idempotency-Key", "abc-123".getBytes(StandardCharsets.UTF_8));
+		assertThat(this.resolver.resolve(message(record, "plain"))).isEqualTo("abc-123");
+	}
+
+	@Test
+	void usesTheLastKeyHeader() {
+		ConsumerRecord<String, String> record = record("payments", 0, 7);
+		record.headers().add("X-Idempotency-Key", "first".getBytes(StandardCharsets.UTF_8));
+		record.headers().add("X-Idempotency-Key", "second".getBytes(StandardCharsets.UTF_8));
+		assertThat(this.resolver.resolve(message(record, "plain"))).isEqualTo("second");
+	}
+
+	@Test
+	void reportsNoKeyWhenTheHeaderIsAbsentOrEmpty() {
+		ConsumerRecord<String, String> record = record("payments", 0, 7);
+		assertThat(this.resolver.resolve(message(record, "plain"))).isNull();
+		record.headers().add("X-Idempotency-Key", new byte[0]);
+		assertThat(this.resolver.resolve(message(record, "plain"))).isNull();
+	}
+
+	@Test
+	void keepsDistinctBinaryKeysDistinct() {
+		// two byte sequences that are not UTF-8 would both decode to U+FFFD replacement characters
+		ConsumerRecord<String, String> first = record("payments", 0, 1);
+		first.headers().add("X-Idempotency-Key", new byte[] { (byte) 0xC3, (byte) 0x28 });
+		ConsumerRecord<String, String> second = record("payments", 0, 2);
+		second.headers().add("X-Idempotency-Key", new byte[] { (byte) 0xC3, (byte) 0x29 });
+		String firstKey = this.resolver.resolve(message(first, "plain"));
+		String secondKey = this.resolver.resolve(message(second, "plain"));
+		assertThat(firstKey).startsWith("sha256:").isNotEqualTo(secondKey);
+	}
+
+	@Test
+	void evaluatesTheKeyExpressionOverThePayload() {
+		ConsumerRecord<String, String> record = record("orders", 2, 9);
+		Order payload = new Order("order-42", 10);
+		assertThat(this.resolver.resolve(message(record, payload, "byOrderId"))).isEqualTo("order-42");
+	}
+
+	@Test
+	void evaluatesTheKeyExpressionOverHeadersAndCoordinates() {
+		ConsumerRecord<String, String> record = record("orders", 2, 9);
+		record.headers().add("tenant", "acme".getBytes(StandardCharsets.UTF_8));
+		assertThat(this.resolver.resolve(message(record, "x", "byTenantAndOffset"))).isEqualTo("acme:orders-2-9");
+	}
+
+	@Test
+	void keyExpressionThatYieldsNullMeansNoKey() {
+		ConsumerRecord<String, String> record = record("orders", 2, 9);
+		assertThat(this.resolver.resolve(message(record, "x", "byMissingHeader"))).isNull();
+	}
+
+	@Test
+	void rejectsAnUnparsableExpression() {
+		assertThatIllegalArgumentException().isThrownBy(() -> KeyExpressions.parse("payload.("))
+			.withMessageContaining("Invalid key expression 'payload.('");
+	}
+
+	@Test
+	void coordinatesOfAPlainRecord() {
+		assertThat(RecordCoordinates.keyOf(record("payments", 3, 99))).isEqualTo("payments-3-99");
+	}
+
+	@Test
+	void coordinatesOfADeadLetterRecordAreThoseOfTheOriginal() {
+		ConsumerRecord<String, String> record = record("payments-dlt", 0, 5);
+		record.headers().add("kafka_dlt-original-topic", "payments".getBytes(StandardCharsets.UTF_8));
+		record.headers().add("kafka_dlt-original-partition", ByteBuffer.allocate(4).putInt(3).array());
+		record.headers().add("kafka_dlt-original-offset", ByteBuffer.allocate(8).putLong(99L).array());
+		assertThat(RecordCoordinates.keyOf(record)).isEqualTo("payments-3-99");
+	}
+
+	@Test
+	void storesShortKeysAsTheyAre() {
+		String key = "k".repeat(StoredKey.MAX_LENGTH);
+		assertThat(StoredKey.of(key)).isSameAs(key);
+	}
+
+	@Test
+	void storesLongKeysAsADigestThatKeepsThemApart() {
+		String common = "k".repeat(StoredKey.MAX_LENGTH);
+		String first = StoredKey.of(common + "1");
+		String second = StoredKey.of(common + "2");
+		assertThat(first).startsWith("sha256:").hasSize(71).isNotEqualTo(second);
+		assertThat(StoredKey.of(common + "1")).isEqualTo(first);
+	}
+
+	private static ConsumerRecord<String, String> record(String topic, int partition, long offset) {
+		return new ConsumerRecord<>(topic, partition, offset, "k", "v");
+	}
+
+	private static InboundMessage message(ConsumerRecord<?, ?> record, String methodName) {
+		return message(record, record.value(), methodName);
+	}
+
+	private static InboundMessage message(ConsumerRecord<?, ?> record, Object payload, String methodName) {
+		Method method = ReflectionUtils.findMethod(Listeners.class, methodName, Object.class);
+		return new InboundMessage(record, payload, method, method.getAnnotation(Idempotent.class));
+	}
+
+	record Order(String orderId, int quantity) {
+	}
+
+	static class Listeners {
+
+		@Idempotent
+		void plain(Object payload) {
+		}
+
+		@Idempotent(key = "payload.orderId")
+		void byOrderId(Object payload) {
+		}
+
+		@Idempotent(key = "headers['tenant'] + ':' + topic + '-' + partition + '-' + offset")
+		void byTenantAndOffset(Object payload) {
+		}
+
+		@Idempotent(key = "headers['absent']")
+		void byMissingHeader(Object payload) {
+		}
+
+	}
+
+}

@@ -1,0 +1,329 @@
+package dev.idempotency.internal.metrics;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestMeters;
+import dev.idempotency.test.TestRedis;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.backoff.FixedBackOff;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Every metric name and label that a panel of {@code docs/grafana/idempotency-dashboard.json}
+ * or an alert rule of {@code docs/operations.md} queries is in the scrape of an application
+ * with the Prometheus registry, after traffic through every decision: processed, duplicate
+ * from the cache and from the store, failed, rejected, an outbox event published and one
+ * dead. Real Kafka, PostgreSQL and Redis. The scrape is the registry's
+ * ({@link PrometheusMeterRegistry#scrape()}, what {@code /actuator/prometheus} serves),
+ * without a web server.
+ * <p>
+ * The check extracts names ({@code idempotency_...}), the label matchers that follow them,
+ * the labels of {@code by (...)} clauses and {@code label_values(...)}; it does not parse
+ * PromQL (see docs/operations.md).
+ */
+class DashboardScrapeIntegrationTests {
+
+	private static final String TOPIC = "it-scrape";
+
+	private static final String OUTBOX_TOPIC = "it-scrape-out";
+
+	private static final Path DOCS = Path.of("..", "docs");
+
+	private static final Pattern SELECTOR = Pattern.compile("\\b(idempotency_[a-z0-9_]+)\\s*(\\{([^}]*)\\})?");
+
+	private static final Pattern MATCHER = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)\\s*(=~|!~|!=|=)\\s*\"([^\"]*)\"");
+
+	private static final Pattern BY = Pattern.compile("\\b(?:by|without)\\s*\\(([^)]*)\\)");
+
+	private static final Pattern LABEL_VALUES = Pattern
+		.compile("label_values\\(\\s*(idempotency_[a-z0-9_]+)\\s*,\\s*([a-zA-Z_][a-zA-Z0-9_]*)\\s*\\)");
+
+	private static final Pattern SAMPLE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{(.*)\\})?\\s+\\S+.*$");
+
+	private static final Pattern SAMPLE_LABEL = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"");
+
+	private static TestRedis redis;
+
+	private static ConfigurableApplicationContext context;
+
+	@BeforeAll
+	static void start() {
+		redis = TestRedis.start();
+		TestInfrastructure.createTopic(TOPIC, 1);
+		TestInfrastructure.createTopic(OUTBOX_TOPIC, 1);
+		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
+				redis.springProperty(), "management.prometheus.metrics.export.enabled=true",
+				"idempotency.cache.enabled=true", "idempotency.missing-key=reject",
+				"idempotency.outbox.table=scrape_outbox", "idempotency.flyway.table=scrape_schema_history",
+				"idempotency.outbox.max-attempts=1", "idempotency.outbox.poll-interval=200ms",
+				"spring.kafka.producer.properties[max.block.ms]=500",
+				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
+				"spring.kafka.producer.properties[request.timeout.ms]=1000");
+	}
+
+	@AfterAll
+	static void stop() {
+		if (context != null) {
+			context.close();
+		}
+		if (redis != null) {
+			redis.close();
+		}
+	}
+
+	@Test
+	void everyNameAndLabelOfTheDashboardAndTheAlertsIsInTheScrape() throws IOException {
+		driveEveryDecision();
+		Map<String, List<Map<String, String>>> scrape = parse(context.getBean(PrometheusMeterRegistry.class).scrape());
+		List<String> expressions = new ArrayList<>(dashboardExpressions());
+		assertThat(expressions).hasSizeGreaterThan(15);
+		List<String> alerts = alertExpressions();
+		assertThat(alerts).hasSizeGreaterThanOrEqualTo(5);
+		expressions.addAll(alerts);
+		List<String> problems = new ArrayList<>();
+		for (String expression : expressions) {
+			problems.addAll(check(expression, scrape));
+		}
+		assertThat(problems).isEmpty();
+	}
+
+	private static void driveEveryDecision() {
+		String run = UUID.randomUUID().toString().substring(0, 8);
+		String key = run + "-a";
+		// processed
+		send(key, "ok");
+		awaitCount("processed", "store", 1);
+		// duplicate, from the cache (written after the commit)
+		StringRedisTemplate redisTemplate = context.getBean(StringRedisTemplate.class);
+		await().atMost(Duration.ofSeconds(10)).until(() -> !redisTemplate.keys("idempotency:cache:*").isEmpty());
+		send(key, "ok");
+		awaitCount("duplicate", "cache", 1);
+		// duplicate, from the store: the cache forgot the key
+		redisTemplate.delete(redisTemplate.keys("idempotency:cache:*"));
+		send(key, "ok");
+		awaitCount("duplicate", "store", 1);
+		// failed
+		send(run + "-f", "fail");
+		awaitCount("failed", "store", 1);
+		// rejected: no key, policy reject
+		TestKafka.send(TOPIC, 0, "no key", Map.of());
+		awaitCount("rejected", "none", 1);
+		// an outbox event published, and one dead (its topic does not exist; one attempt)
+		TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
+		Outbox outbox = context.getBean(Outbox.class);
+		transactions.executeWithoutResult((status) -> outbox.publish(OUTBOX_TOPIC, "k", "v"));
+		transactions.executeWithoutResult((status) -> outbox.publish("it-scrape-missing-" + run, "k", "v"));
+		await().atMost(Duration.ofSeconds(30))
+			.until(() -> TestMeters.count(context, "idempotency.outbox.published", "topic", OUTBOX_TOPIC) == 1
+					&& context.getBean(PrometheusMeterRegistry.class)
+						.get("idempotency.outbox.dead")
+						.gauge()
+						.value() == 1);
+	}
+
+	private static void send(String key, String value) {
+		TestKafka.send(TOPIC, 0, value, Map.of("X-Idempotency-Key", key));
+	}
+
+	private static void awaitCount(String outcome, String source, double atLeast) {
+		await().atMost(Duration.ofSeconds(30))
+			.until(() -> TestMeters.count(context, "idempotency.messages", "outcome", outcome, "source",
+					source) >= atLeast);
+	}
+
+	private static List<String> dashboardExpressions() throws IOException {
+		JsonNode dashboard = JsonMapper.builder()
+			.build()
+			.readTree(Files.readString(DOCS.resolve("grafana/idempotency-dashboard.json")));
+		List<String> expressions = new ArrayList<>();
+		for (JsonNode panel : dashboard.get("panels")) {
+			for (JsonNode target : panel.path("targets")) {
+				expressions.add(target.get("expr").asString());
+			}
+		}
+		for (JsonNode variable : dashboard.get("templating").get("list")) {
+			if (variable.has("definition")) {
+				expressions.add(variable.get("definition").asString());
+			}
+		}
+		return expressions;
+	}
+
+	/**
+	 * The {@code expr} of each rule in the YAML blocks of the operations page, folded onto
+	 * one line.
+	 */
+	private static List<String> alertExpressions() throws IOException {
+		List<String> expressions = new ArrayList<>();
+		boolean yaml = false;
+		StringBuilder expression = null;
+		for (String line : Files.readAllLines(DOCS.resolve("operations.md"))) {
+			if (line.startsWith("```")) {
+				yaml = line.equals("```yaml");
+				continue;
+			}
+			if (!yaml) {
+				continue;
+			}
+			String trimmed = line.trim();
+			if (trimmed.startsWith("expr:")) {
+				expression = new StringBuilder(trimmed.substring("expr:".length()));
+			}
+			else if (expression != null && trimmed.matches("^[a-z_]+:.*")) {
+				expressions.add(expression.toString().replace(">-", "").trim());
+				expression = null;
+			}
+			else if (expression != null) {
+				expression.append(' ').append(trimmed);
+			}
+		}
+		return expressions;
+	}
+
+	private static List<String> check(String expression, Map<String, List<Map<String, String>>> scrape) {
+		List<String> problems = new ArrayList<>();
+		Set<String> names = new LinkedHashSet<>();
+		Matcher labelValues = LABEL_VALUES.matcher(expression);
+		while (labelValues.find()) {
+			names.add(labelValues.group(1));
+			checkLabel(expression, labelValues.group(1), labelValues.group(2), null, null, scrape, problems);
+		}
+		Matcher selector = SELECTOR.matcher(expression);
+		while (selector.find()) {
+			String name = selector.group(1);
+			names.add(name);
+			if (!scrape.containsKey(name)) {
+				problems.add(expression + ": no " + name + " in the scrape");
+				continue;
+			}
+			if (selector.group(3) != null) {
+				Matcher matcher = MATCHER.matcher(selector.group(3));
+				while (matcher.find()) {
+					checkLabel(expression, name, matcher.group(1), matcher.group(2), matcher.group(3), scrape,
+							problems);
+				}
+			}
+		}
+		if (names.isEmpty()) {
+			problems.add(expression + ": queries no idempotency_ metric");
+		}
+		Matcher by = BY.matcher(expression);
+		while (by.find()) {
+			for (String label : by.group(1).split(",")) {
+				String trimmed = label.trim();
+				if (!trimmed.isEmpty() && names.stream()
+					.noneMatch((name) -> scrape.getOrDefault(name, List.of())
+						.stream()
+						.anyMatch((labels) -> labels.containsKey(trimmed)))) {
+					problems.add(expression + ": no series of " + names + " has the label " + trimmed);
+				}
+			}
+		}
+		return problems;
+	}
+
+	private static void checkLabel(String expression, String name, String label, String operator, String value,
+			Map<String, List<Map<String, String>>> scrape, List<String> problems) {
+		List<Map<String, String>> series = scrape.getOrDefault(name, List.of());
+		if (series.stream().noneMatch((labels) -> labels.containsKey(label))) {
+			problems.add(expression + ": " + name + " has no label " + label);
+			return;
+		}
+		if (value == null || value.contains("$") || operator.startsWith("!")) {
+			return;
+		}
+		// every alternative of a plain regex (a|b) or the exact value must be exported
+		List<String> wanted = "=~".equals(operator) && value.matches("[A-Za-z0-9_.|-]+")
+				? List.of(value.split("\\|")) : ("=".equals(operator) ? List.of(value) : List.of());
+		for (String one : wanted) {
+			if (series.stream().noneMatch((labels) -> one.equals(labels.get(label)))) {
+				problems.add(expression + ": no series of " + name + " with " + label + "=\"" + one + "\"");
+			}
+		}
+	}
+
+	private static Map<String, List<Map<String, String>>> parse(String scrape) {
+		Map<String, List<Map<String, String>>> series = new HashMap<>();
+		for (String line : scrape.split("\n")) {
+			if (line.startsWith("#") || line.isBlank()) {
+				continue;
+			}
+			Matcher sample = SAMPLE.matcher(line);
+			if (!sample.matches()) {
+				continue;
+			}
+			Map<String, String> labels = new LinkedHashMap<>();
+			if (sample.group(3) != null) {
+				Matcher label = SAMPLE_LABEL.matcher(sample.group(3));
+				while (label.find()) {
+					labels.put(label.group(1), label.group(2));
+				}
+			}
+			series.computeIfAbsent(sample.group(1), (name) -> new ArrayList<>()).add(labels);
+		}
+		return series;
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		DefaultErrorHandler errorHandler() {
+			return new DefaultErrorHandler(new FixedBackOff(0, 1));
+		}
+
+		@Bean
+		Listener listener() {
+			return new Listener();
+		}
+
+	}
+
+	static class Listener {
+
+		@KafkaListener(id = "scrape", topics = TOPIC, groupId = "scrape")
+		@Idempotent
+		public void on(String value) {
+			if ("fail".equals(value)) {
+				throw new IllegalStateException("Simulated failure");
+			}
+		}
+
+	}
+
+}

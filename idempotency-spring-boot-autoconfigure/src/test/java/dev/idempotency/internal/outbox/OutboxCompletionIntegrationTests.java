@@ -1,0 +1,116 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxDeadLetters;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * What becomes of sent events ({@code completion: mark}) and of dead ones
+ * ({@link OutboxDeadLetters#requeueAll()}), against a real Kafka broker and a real
+ * PostgreSQL.
+ */
+class OutboxCompletionIntegrationTests {
+
+	private static ConfigurableApplicationContext context;
+
+	private static JdbcTemplate jdbc;
+
+	@BeforeAll
+	static void start() {
+		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
+				"idempotency.outbox.table=marked_outbox", "idempotency.flyway.table=marked_schema_history",
+				"idempotency.outbox.completion=mark", "idempotency.outbox.retention=2s",
+				"idempotency.outbox.max-attempts=1", "idempotency.outbox.initial-backoff=200ms",
+				"idempotency.outbox.poll-interval=200ms", "spring.kafka.producer.properties[max.block.ms]=500",
+				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
+				"spring.kafka.producer.properties[request.timeout.ms]=1000");
+		jdbc = context.getBean(JdbcTemplate.class);
+	}
+
+	@AfterAll
+	static void stop() {
+		if (context != null) {
+			context.close();
+		}
+	}
+
+	@Test
+	void sentEventsAreMarkedSentAndPurgedOnceTheRetentionHasPassed() {
+		String topic = "it-outbox-marked";
+		TestInfrastructure.createTopic(topic, 1);
+		UUID eventId = publish(topic, "order-1", "placed");
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(20))).hasSize(1);
+		}
+		await().atMost(Duration.ofSeconds(10)).until(() -> "SENT".equals(status(eventId)));
+		Map<String, Object> sent = jdbc.queryForMap(
+				"SELECT sent_at, lease_owner FROM marked_outbox WHERE event_id = ?", eventId);
+		assertThat(sent.get("sent_at")).isNotNull();
+		assertThat(sent.get("lease_owner")).isNull();
+		// the relay purges every 10 seconds; the row goes only once it is older than the retention
+		await().atMost(Duration.ofSeconds(40)).until(() -> status(eventId) == null);
+		assertThat(jdbc.queryForObject("SELECT now() - ?::timestamptz >= interval '2 seconds'", Boolean.class,
+				sent.get("sent_at"))).isTrue();
+	}
+
+	@Test
+	void requeueAllPutsEveryDeadEventBackInLineAndTheEventsBehindThemFollow() {
+		String topic = "it-outbox-requeue-all-" + UUID.randomUUID().toString().substring(0, 8);
+		// the topic does not exist yet: every send fails, and one attempt is the maximum
+		publish(topic, "account-1", "a1");
+		publish(topic, "account-2", "b1");
+		OutboxDeadLetters deadLetters = context.getBean(OutboxDeadLetters.class);
+		await().atMost(Duration.ofSeconds(30)).until(() -> deadLetters.count() == 2);
+		publish(topic, "account-1", "a2");
+		TestInfrastructure.createTopic(topic, 1);
+		assertThat(deadLetters.requeueAll()).isEqualTo(2);
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			List<ConsumerRecord<String, String>> records = consumer.receive(3, Duration.ofSeconds(30));
+			assertThat(records).extracting(ConsumerRecord::value).containsExactlyInAnyOrder("a1", "b1", "a2");
+			assertThat(records).filteredOn((record) -> "account-1".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.containsExactly("a1", "a2");
+		}
+		assertThat(deadLetters.count()).isZero();
+		assertThat(deadLetters.requeueAll()).isZero();
+	}
+
+	private static UUID publish(String topic, String key, String payload) {
+		return context.getBean(TransactionTemplate.class)
+			.execute((status) -> context.getBean(Outbox.class).publish(topic, key, payload));
+	}
+
+	private static String status(UUID eventId) {
+		return jdbc.queryForList("SELECT status FROM marked_outbox WHERE event_id = ?", String.class, eventId)
+			.stream()
+			.findFirst()
+			.orElse(null);
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+}

@@ -1,0 +1,209 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxDeadLetters;
+import dev.idempotency.outbox.OutboxEvent;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestMeters;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The outbox and its relay against a real Kafka broker and a real PostgreSQL.
+ */
+class OutboxIntegrationTests {
+
+	private static ConfigurableApplicationContext first;
+
+	private static ConfigurableApplicationContext second;
+
+	@BeforeAll
+	static void start() {
+		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
+				"idempotency.outbox.max-attempts=3", "idempotency.outbox.initial-backoff=300ms",
+				"idempotency.outbox.max-backoff=1s", "idempotency.outbox.poll-interval=200ms",
+				"idempotency.outbox.batch-size=100",
+				"spring.kafka.producer.properties[max.block.ms]=500",
+				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
+				"spring.kafka.producer.properties[request.timeout.ms]=1000" };
+		first = TestApplications.run(App.class, properties);
+		second = TestApplications.run(App.class, properties);
+	}
+
+	@AfterAll
+	static void stop() {
+		if (first != null) {
+			first.close();
+		}
+		if (second != null) {
+			second.close();
+		}
+	}
+
+	@Test
+	void refusesToPublishOutsideATransaction() {
+		assertThatExceptionOfType(IllegalTransactionStateException.class)
+			.isThrownBy(() -> first.getBean(Outbox.class).publish("it-outbox-none", "k", "v"))
+			.withMessageContaining("inside a transaction");
+	}
+
+	@Test
+	void refusesToPublishInATransactionOfAnotherDataSource() {
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		DriverManagerDataSource other = new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(),
+				postgres.password());
+		TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
+		JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
+		Integer before = jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'",
+				Integer.class);
+		assertThatExceptionOfType(IllegalTransactionStateException.class)
+			.isThrownBy(() -> otherTransactions.executeWithoutResult(
+					(status) -> first.getBean(Outbox.class).publish("it-outbox-other", "k", "v")))
+			.withMessageContaining("outbox's DataSource");
+		assertThat(jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'", Integer.class))
+			.isEqualTo(before);
+	}
+
+	@Test
+	void publishesNothingForARolledBackTransactionAndOnceForACommittedOne() {
+		String topic = "it-outbox-commit";
+		TestInfrastructure.createTopic(topic, 1);
+		Outbox outbox = first.getBean(Outbox.class);
+		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
+		transactions.executeWithoutResult((status) -> {
+			outbox.publish(topic, "order-1", "rolled back");
+			status.setRollbackOnly();
+		});
+		UUID eventId = transactions.execute((status) -> outbox.publish(OutboxEvent
+			.builder(topic, "order-1", "committed")
+			.header("tenant", "acme")
+			.type("OrderPlaced")
+			.aggregateType("Order")
+			.build()));
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			List<ConsumerRecord<String, String>> records = consumer.receive(1, Duration.ofSeconds(20));
+			assertThat(records).singleElement().satisfies((record) -> {
+				assertThat(record.key()).isEqualTo("order-1");
+				assertThat(record.value()).isEqualTo("committed");
+				assertThat(TestConsumer.header(record, "X-Idempotency-Key")).isEqualTo(eventId.toString());
+				assertThat(TestConsumer.header(record, "tenant")).isEqualTo("acme");
+				assertThat(TestConsumer.header(record, "X-Event-Type")).isEqualTo("OrderPlaced");
+				assertThat(TestConsumer.header(record, "X-Aggregate-Type")).isEqualTo("Order");
+			});
+		}
+		assertThat(published(first, topic) + published(second, topic)).isEqualTo(1.0);
+	}
+
+	@Test
+	void twoRelaysDeliverEveryEventOnceInOrderPerKey() {
+		String topic = "it-outbox-order";
+		TestInfrastructure.createTopic(topic, 4);
+		int events = 10_000;
+		int keys = 100;
+		// both instances write, in transactions of 100 events
+		for (int batch = 0; batch < events / 100; batch++) {
+			ConfigurableApplicationContext writer = (batch % 2 == 0) ? first : second;
+			int start = batch * 100;
+			writer.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				Outbox outbox = writer.getBean(Outbox.class);
+				for (int i = start; i < start + 100; i++) {
+					outbox.publish(topic, "key-" + (i % keys), Integer.toString(i));
+				}
+			});
+		}
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			List<ConsumerRecord<String, String>> records = consumer.receive(events, Duration.ofSeconds(120));
+			assertThat(records).hasSize(events);
+			Set<String> eventIds = new HashSet<>();
+			Map<String, Integer> lastByKey = new HashMap<>();
+			for (ConsumerRecord<String, String> record : records) {
+				assertThat(eventIds.add(TestConsumer.header(record, "X-Idempotency-Key"))).isTrue();
+				int sequence = Integer.parseInt(record.value());
+				Integer last = lastByKey.put(record.key(), sequence);
+				if (last != null) {
+					assertThat(sequence).as("order of %s", record.key()).isGreaterThan(last);
+				}
+			}
+		}
+		// between them, the two relays published each event once
+		assertThat(published(first, topic) + published(second, topic)).isEqualTo(events);
+	}
+
+	@Test
+	void aPoisonEventDiesAfterItsAttemptsBlocksItsKeyAndCanBeRequeued() {
+		String missing = "it-outbox-missing-" + UUID.randomUUID().toString().substring(0, 8);
+		String topic = "it-outbox-after-poison";
+		TestInfrastructure.createTopic(topic, 1);
+		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
+		Outbox outbox = first.getBean(Outbox.class);
+		// the topic does not exist (and the broker does not create topics): every send fails
+		UUID poison = transactions.execute((status) -> outbox.publish(missing, "account-7", "first"));
+		OutboxDeadLetters deadLetters = first.getBean(OutboxDeadLetters.class);
+		await().atMost(Duration.ofSeconds(30)).until(() -> isDead(poison));
+		// a later event of the same key waits behind the dead one
+		transactions.executeWithoutResult((status) -> outbox.publish(topic, "account-7", "second"));
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(3))).isEmpty();
+			assertThat(first.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value()
+					+ second.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value())
+				.isGreaterThanOrEqualTo(1.0);
+			assertThat(TestMeters.count(first, "idempotency.outbox.failures", "topic", missing)
+					+ TestMeters.count(second, "idempotency.outbox.failures", "topic", missing))
+				.isEqualTo(3.0);
+			// the cause is fixed; the dead event and the one behind it go out, in order
+			TestInfrastructure.createTopic(missing, 1);
+			assertThat(deadLetters.requeue(poison)).isTrue();
+			assertThat(consumer.receive(1, Duration.ofSeconds(30))).singleElement()
+				.satisfies((record) -> assertThat(record.value()).isEqualTo("second"));
+		}
+		try (TestConsumer consumer = new TestConsumer(missing)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(30))).singleElement()
+				.satisfies((record) -> assertThat(record.value()).isEqualTo("first"));
+		}
+	}
+
+	private static boolean isDead(UUID eventId) {
+		return "DEAD".equals(first.getBean(JdbcTemplate.class)
+			.queryForList("SELECT status FROM outbox WHERE event_id = ?", String.class, eventId)
+			.stream()
+			.findFirst()
+			.orElse(null));
+	}
+
+	private static double published(ConfigurableApplicationContext context, String topic) {
+		return TestMeters.count(context, "idempotency.outbox.published", "topic", topic);
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+}

@@ -1,0 +1,174 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxDeadLetters;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.test.TestApplications;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.PessimisticLockingFailureException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Per-key order of the outbox when transactions and relay instances race, on a real
+ * PostgreSQL. No relay runs: the tests claim as relay instances do, so that each race is
+ * set up step by step rather than left to timing.
+ */
+class OutboxOrderIntegrationTests {
+
+	private static final Duration LEASE = Duration.ofMinutes(1);
+
+	private static ConfigurableApplicationContext context;
+
+	private static OutboxRepository repository;
+
+	private static TransactionTemplate transactions;
+
+	private static JdbcTemplate jdbc;
+
+	@BeforeAll
+	static void start() {
+		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.outbox.table=order_outbox",
+				"idempotency.flyway.table=order_schema_history");
+		repository = context.getBean(OutboxRepository.class);
+		transactions = context.getBean(TransactionTemplate.class);
+		jdbc = context.getBean(JdbcTemplate.class);
+	}
+
+	@BeforeEach
+	void emptyTheOutbox() {
+		jdbc.update("DELETE FROM order_outbox");
+	}
+
+	@AfterAll
+	static void stop() {
+		if (context != null) {
+			context.close();
+		}
+	}
+
+	@Test
+	void aRequeuedEventBlocksItsKeyForAClaimThatStartedBeforeTheRequeue() throws Exception {
+		String key = "requeued-" + UUID.randomUUID();
+		UUID first = publish(key, "first");
+		List<OutboxRecord> claimed = repository.claim("relay-a", LEASE);
+		assertThat(claimed).extracting(OutboxRecord::eventId).containsExactly(first);
+		assertThat(repository.fail(Map.of(claimed.get(0).id(), new Failure("boom", Duration.ofMillis(1), true)),
+				"relay-a", 1)).hasSize(1);
+		UUID second = publish(key, "second");
+		CompletableFuture<List<OutboxRecord>> early;
+		// relay b starts its claim (and its transaction) while relay c holds the claim turn
+		try (OpenTransaction turn = OpenTransaction.begin(transactions, jdbc, repository::takeClaimTurn)) {
+			early = CompletableFuture.supplyAsync(() -> repository.claim("relay-b", LEASE));
+			await().atMost(Duration.ofSeconds(10)).until(turn::blocksAnother);
+			// the dead event is re-queued after relay b's transaction started
+			assertThat(context.getBean(OutboxDeadLetters.class).requeue(first)).isTrue();
+		}
+		assertThat(early.get(10, TimeUnit.SECONDS)).extracting(OutboxRecord::eventId).doesNotContain(second);
+		assertThat(repository.claim("relay-d", LEASE)).extracting(OutboxRecord::eventId)
+			.containsExactly(first, second);
+	}
+
+	@Test
+	void aTransactionPublishingForAKeyWaitsForAnOpenTransactionThatPublishedForItSoIdsFollowCommitOrder()
+			throws Exception {
+		String key = "concurrent-" + UUID.randomUUID();
+		AtomicReference<UUID> first = new AtomicReference<>();
+		CompletableFuture<UUID> second;
+		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc,
+				() -> first.set(publish(key, "first")))) {
+			second = CompletableFuture.supplyAsync(() -> publish(key, "second"));
+			await().atMost(Duration.ofSeconds(10)).until(() -> second.isDone() || earlier.blocksAnother());
+			assertThat(second).as("a publisher of the same key, while the first is open").isNotDone();
+			// another key does not wait
+			assertThat(publish("other-" + UUID.randomUUID(), "unrelated")).isNotNull();
+		}
+		UUID secondId = second.get(10, TimeUnit.SECONDS);
+		assertThat(jdbc.queryForList("SELECT event_id FROM order_outbox WHERE aggregate_id = ? ORDER BY id",
+				UUID.class, key)).containsExactly(first.get(), secondId);
+		assertThat(repository.claim("relay-a", LEASE)).filteredOn((event) -> key.equals(event.key()))
+			.extracting(OutboxRecord::eventId)
+			.containsExactly(first.get(), secondId);
+	}
+
+	@Test
+	void aPublisherWaitingForItsKeyGivesUpAfterTheTransactionsLockTimeout() {
+		String key = "timeout-" + UUID.randomUUID();
+		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc, () -> publish(key, "first"))) {
+			// as the claim of an @Idempotent listener sets it for the listener's transaction
+			assertThatExceptionOfType(CannotAcquireLockException.class)
+				.isThrownBy(() -> transactions.executeWithoutResult((status) -> {
+					jdbc.queryForObject("SELECT set_config('lock_timeout', '200ms', true)", String.class);
+					publish(key, "second");
+				}))
+				.withMessageContaining("another open transaction that published an event of the same key");
+		}
+		assertThat(jdbc.queryForList("SELECT payload FROM order_outbox WHERE aggregate_id = ?", byte[].class, key))
+			.hasSize(1);
+	}
+
+	@Test
+	void transactionsPublishingTwoKeysInOppositeOrdersDeadlockAndOnlyOneOfThemFails() {
+		String a = "a-" + UUID.randomUUID();
+		String b = "b-" + UUID.randomUUID();
+		CountDownLatch eachHoldsOneKey = new CountDownLatch(2);
+		CompletableFuture<Void> ab = publishBoth(a, b, eachHoldsOneKey);
+		CompletableFuture<Void> ba = publishBoth(b, a, eachHoldsOneKey);
+		await().atMost(Duration.ofSeconds(20)).until(() -> ab.isDone() && ba.isDone());
+		assertThat(List.of(ab, ba)).filteredOn(CompletableFuture::isCompletedExceptionally)
+			.singleElement()
+			.satisfies((failed) -> assertThat(failed).failsWithin(Duration.ZERO)
+				.withThrowableThat()
+				.havingCause()
+				.isInstanceOf(PessimisticLockingFailureException.class));
+		// the other committed both its events
+		assertThat(jdbc.queryForObject("SELECT count(*) FROM order_outbox WHERE aggregate_id IN (?, ?)",
+				Integer.class, a, b)).isEqualTo(2);
+	}
+
+	private static CompletableFuture<Void> publishBoth(String first, String second, CountDownLatch eachHoldsOneKey) {
+		return CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
+			publish(first, "1");
+			eachHoldsOneKey.countDown();
+			try {
+				eachHoldsOneKey.await(10, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			publish(second, "2");
+		}));
+	}
+
+	private static UUID publish(String key, String payload) {
+		return transactions.execute((status) -> context.getBean(Outbox.class).publish("it-outbox-race", key, payload));
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+}

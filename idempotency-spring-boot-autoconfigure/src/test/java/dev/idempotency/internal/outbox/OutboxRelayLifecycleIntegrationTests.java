@@ -1,0 +1,180 @@
+package dev.idempotency.internal.outbox;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestMeters;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.core.ProducerFactory;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Which instances relay, and what a relay leaves behind when it stops, against a real
+ * Kafka broker and a real PostgreSQL.
+ */
+class OutboxRelayLifecycleIntegrationTests {
+
+	@Test
+	void anInstanceWithTheRelaySwitchedOffWritesEventsButPublishesNone() {
+		String topic = "it-outbox-no-relay";
+		TestInfrastructure.createTopic(topic, 1);
+		String[] table = { "idempotency.outbox.table=norelay_outbox", "idempotency.flyway.table=norelay_schema_history" };
+		UUID eventId;
+		try (ConfigurableApplicationContext writer = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				table[0], table[1], "idempotency.outbox.relay-enabled=false");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(writer.getBeanProvider(OutboxRelay.class).getIfAvailable()).isNull();
+			eventId = writer.getBean(TransactionTemplate.class)
+				.execute((status) -> writer.getBean(Outbox.class).publish(topic, "k", "written"));
+			assertThat(consumer.receive(1, Duration.ofSeconds(3))).isEmpty();
+			assertThat(writer.getBean(JdbcTemplate.class)
+				.queryForObject("SELECT status || ':' || attempts || ':' || (lease_owner IS NULL) FROM norelay_outbox "
+						+ "WHERE event_id = ?", String.class, eventId)).isEqualTo("PENDING:0:true");
+		}
+		// the event was fine: an instance that relays publishes it
+		try (ConfigurableApplicationContext relay = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				table[0], table[1], TestApplications.WITH_RELAY);
+				TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(20))).singleElement()
+				.satisfies((record) -> assertThat(TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
+					.isEqualTo(eventId.toString()));
+		}
+	}
+
+	/**
+	 * A relay whose batch could not be recorded (here the database refuses the deletes of
+	 * completion) keeps its leases while it runs; when it stops, it releases them, so that
+	 * another instance publishes the events at once rather than after the lease.
+	 */
+	@Test
+	void aRelayThatStopsReleasesItsLeasesSoAnotherInstancePublishesAtOnce() {
+		String topic = "it-outbox-release";
+		TestInfrastructure.createTopic(topic, 1);
+		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
+				"idempotency.outbox.table=release_outbox", "idempotency.flyway.table=release_schema_history",
+				"idempotency.outbox.lease=10m", "idempotency.outbox.poll-interval=200ms" };
+		try (ConfigurableApplicationContext first = TestApplications.run(App.class, properties);
+				TestConsumer consumer = new TestConsumer(topic)) {
+			JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
+			jdbc.execute("""
+					CREATE OR REPLACE FUNCTION refuse_release_outbox_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN RAISE EXCEPTION 'deletes refused by the test'; END $$;
+					CREATE TRIGGER refuse_delete BEFORE DELETE ON release_outbox
+					    FOR EACH ROW EXECUTE FUNCTION refuse_release_outbox_delete();
+					""");
+			first.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				for (int i = 0; i < 3; i++) {
+					first.getBean(Outbox.class).publish(topic, "key-" + i, Integer.toString(i));
+				}
+			});
+			assertThat(consumer.receive(3, Duration.ofSeconds(20))).hasSize(3);
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM release_outbox WHERE lease_owner IS NOT NULL",
+					Integer.class)).isEqualTo(3);
+			first.getBean(OutboxRelay.class).stop();
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM release_outbox WHERE lease_owner IS NULL",
+					Integer.class)).isEqualTo(3);
+			jdbc.execute("DROP TRIGGER refuse_delete ON release_outbox");
+			try (ConfigurableApplicationContext second = TestApplications.run(App.class, properties)) {
+				// long before the ten-minute lease would have expired
+				await().atMost(Duration.ofSeconds(20))
+					.until(() -> jdbc.queryForObject("SELECT count(*) FROM release_outbox", Integer.class) == 0);
+				assertThat(TestMeters.count(second, "idempotency.outbox.published", "topic", topic)).isEqualTo(3.0);
+				// each event twice, under one event id
+				List<ConsumerRecord<String, String>> records = consumer.receive(6, Duration.ofSeconds(20));
+				assertThat(records).hasSize(6)
+					.extracting((record) -> TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
+					.doesNotContainNull()
+					.satisfies((eventIds) -> assertThat(Set.copyOf(eventIds)).hasSize(3));
+			}
+		}
+	}
+
+	/**
+	 * With auto-startup off the relay bean exists but publishes nothing until the
+	 * application starts it; it sends through the producer factory the customizers saw.
+	 */
+	@Test
+	void aRelayThatDoesNotStartWithTheApplicationPublishesOnceStartedThroughTheCustomizedProducer() {
+		String topic = "it-outbox-auto-startup";
+		TestInfrastructure.createTopic(topic, 1);
+		try (ConfigurableApplicationContext context = TestApplications.run(CustomizedApp.class,
+				TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "idempotency.outbox.auto-startup=false",
+				"idempotency.outbox.table=startup_outbox", "idempotency.flyway.table=startup_schema_history");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			assertThat(relay.isAutoStartup()).isFalse();
+			assertThat(relay.isRunning()).isFalse();
+			UUID eventId = context.getBean(TransactionTemplate.class)
+				.execute((status) -> context.getBean(Outbox.class).publish(topic, "k", "later"));
+			assertThat(consumer.receive(1, Duration.ofSeconds(2))).isEmpty();
+			ProducersSeen producers = context.getBean(ProducersSeen.class);
+			assertThat(producers.clientIds).isEmpty();
+			relay.start();
+			assertThat(relay.isRunning()).isTrue();
+			assertThat(consumer.receive(1, Duration.ofSeconds(20))).singleElement()
+				.satisfies((record) -> assertThat(TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
+					.isEqualTo(eventId.toString()));
+			assertThat(producers.clientIds).singleElement().asString().contains("outbox-relay-under-test");
+		}
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class CustomizedApp {
+
+		@Bean
+		ProducersSeen producersSeen() {
+			return new ProducersSeen();
+		}
+
+		@Bean
+		OutboxProducerFactoryCustomizer clientId() {
+			return (factory) -> factory.updateConfigs(Map.of(ProducerConfig.CLIENT_ID_CONFIG, "outbox-relay-under-test"));
+		}
+
+		@Bean
+		OutboxProducerFactoryCustomizer watchProducers(ProducersSeen producers) {
+			return (factory) -> factory.addListener(producers);
+		}
+
+	}
+
+	static class ProducersSeen implements ProducerFactory.Listener<String, byte[]> {
+
+		final List<String> clientIds = new CopyOnWriteArrayList<>();
+
+		@Override
+		public void producerAdded(String id, Producer<String, byte[]> producer) {
+			this.clientIds.add(id);
+		}
+
+	}
+
+}

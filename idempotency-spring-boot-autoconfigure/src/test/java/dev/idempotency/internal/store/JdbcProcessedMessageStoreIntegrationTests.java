@@ -1,0 +1,263 @@
+package dev.idempotency.internal.store;
+
+import dev.idempotency.store.Claim;
+import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.store.ProcessedMessageStore;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idempotency.internal.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.test.TestInfrastructure;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.dao.PessimisticLockingFailureException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+
+/**
+ * {@link JdbcProcessedMessageStore} on a real PostgreSQL, with the shipped migration.
+ */
+class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreContractTests {
+
+	private static final TableName TABLE = new TableName(null, "contract_processed_messages");
+
+	private static HikariDataSource dataSource;
+
+	private static JdbcProcessedMessageStore store;
+
+	private static TransactionTemplate transactions;
+
+	@BeforeAll
+	static void createTable() throws IOException {
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		dataSource = new HikariDataSource();
+		dataSource.setJdbcUrl(postgres.jdbcUrl());
+		dataSource.setUsername(postgres.username());
+		dataSource.setPassword(postgres.password());
+		dataSource.setMaximumPoolSize(12);
+		String migration = new ClassPathResource("db/idempotency/postgresql/V1__processed_messages.sql")
+			.getContentAsString(StandardCharsets.UTF_8)
+			.replace("${processed_messages_table}", TABLE.qualified())
+			.replace("${processed_messages_table_name}", TABLE.table());
+		new JdbcTemplate(dataSource).execute(migration);
+		store = store(dataSource, Duration.ofSeconds(5));
+		transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+	}
+
+	@AfterAll
+	static void close() {
+		dataSource.close();
+	}
+
+	@Override
+	protected ProcessedMessageStore store() {
+		return store;
+	}
+
+	@Override
+	protected boolean claimAndComplete(ProcessedMessage message) {
+		return transactions.execute((status) -> store.claim(message).isNew());
+	}
+
+	@Override
+	protected List<Boolean> claimAllAndComplete(List<ProcessedMessage> messages) {
+		return transactions.execute((status) -> store.claimAll(messages).stream().map(Claim::isNew).toList());
+	}
+
+	@Override
+	protected boolean claimAndFail(ProcessedMessage message) {
+		return transactions.execute((status) -> {
+			boolean claimed = store.claim(message).isNew();
+			status.setRollbackOnly();
+			return claimed;
+		});
+	}
+
+	@Test
+	void concurrentClaimWaitsForTheFirstTransactionAndThenSeesADuplicate() throws Exception {
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		// The second claim blocks on the unique index while the first is open.
+		Thread.sleep(300);
+		assertThat(second).isNotDone();
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(second.get(10, TimeUnit.SECONDS)).isFalse();
+	}
+
+	@Test
+	void concurrentClaimTakesTheKeyWhenTheFirstTransactionRollsBack() throws Exception {
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, true);
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		Thread.sleep(300);
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(second.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void concurrentClaimGivesUpAfterTheLockTimeout() throws Exception {
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
+		ProcessedMessage message = message("group", UUID.randomUUID().toString());
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
+		try {
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			assertThatExceptionOfType(PessimisticLockingFailureException.class)
+				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message).isNew()));
+		}
+		finally {
+			release.countDown();
+		}
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void lockTimeoutBoundsTheClaimAndNotTheRestOfTheTransaction() {
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		List<String> settings = transactions.execute((status) -> {
+			String before = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			impatient.claim(message("group", UUID.randomUUID().toString()));
+			String afterClaim = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			impatient.claimAll(List.of(message("group", UUID.randomUUID().toString())));
+			String afterClaimAll = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			return List.of(before, afterClaim, afterClaimAll);
+		});
+		assertThat(settings.get(1)).isEqualTo(settings.get(0));
+		assertThat(settings.get(2)).isEqualTo(settings.get(0));
+	}
+
+	@Test
+	void zeroLockTimeoutWaitsWhateverTheServerDefault() throws Exception {
+		try (HikariDataSource impatientByDefault = new HikariDataSource()) {
+			impatientByDefault.setJdbcUrl(dataSource.getJdbcUrl());
+			impatientByDefault.setUsername(dataSource.getUsername());
+			impatientByDefault.setPassword(dataSource.getPassword());
+			impatientByDefault.setConnectionInitSql("SET lock_timeout = '100ms'");
+			JdbcProcessedMessageStore patient = store(impatientByDefault, Duration.ZERO);
+			TransactionTemplate patientTransactions = new TransactionTemplate(
+					new DataSourceTransactionManager(impatientByDefault));
+			ProcessedMessage message = message("group", UUID.randomUUID().toString());
+			CountDownLatch claimed = new CountDownLatch(1);
+			CountDownLatch release = new CountDownLatch(1);
+			CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			CompletableFuture<Boolean> second = CompletableFuture
+				.supplyAsync(() -> patientTransactions.execute((status) -> patient.claim(message).isNew()));
+			// well past the connection's own 100 ms lock timeout
+			Thread.sleep(500);
+			release.countDown();
+			assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(second.get(10, TimeUnit.SECONDS)).isFalse();
+		}
+	}
+
+	@Test
+	void unclaimGivesKeysUpInsideTheTransaction() {
+		ProcessedMessage kept = message("group", UUID.randomUUID().toString());
+		ProcessedMessage handedBack = message("group", UUID.randomUUID().toString());
+		transactions.execute((status) -> {
+			store.claimAll(List.of(kept, handedBack));
+			return store.unclaimAll(List.of(handedBack));
+		});
+		assertThat(store.isProcessed("group", kept.key())).isTrue();
+		assertThat(store.isProcessed("group", handedBack.key())).isFalse();
+	}
+
+	@Test
+	void refusesToClaimInATransactionOfAnotherDataSource() {
+		try (HikariDataSource other = new HikariDataSource()) {
+			other.setJdbcUrl(dataSource.getJdbcUrl());
+			other.setUsername(dataSource.getUsername());
+			other.setPassword(dataSource.getPassword());
+			TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
+			ProcessedMessage message = message("group", UUID.randomUUID().toString());
+			assertThatIllegalStateException()
+				.isThrownBy(() -> otherTransactions.execute((status) -> store.claim(message).isNew()))
+				.withMessageContaining("idempotency.transaction-manager");
+			assertThat(store.isProcessed("group", message.key())).isFalse();
+		}
+	}
+
+	@Test
+	void cleanupDeletesKeysOlderThanTheRetentionOnly() {
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		String old = "old-" + UUID.randomUUID();
+		String fresh = "fresh-" + UUID.randomUUID();
+		claimAndComplete(message("cleanup", old));
+		claimAndComplete(message("cleanup", fresh));
+		jdbc.update("UPDATE " + TABLE + " SET processed_at = now() - interval '8 days' WHERE idempotency_key = ?", old);
+		SimpleMeterRegistry registry = new SimpleMeterRegistry();
+		ProcessedMessageCleanup cleanup = new ProcessedMessageCleanup(jdbc, TABLE, Duration.ofDays(7),
+				Duration.ofHours(1), new MicrometerIdempotencyMetrics(registry));
+		assertThat(cleanup.deleteExpired()).isGreaterThanOrEqualTo(1);
+		assertThat(store.isProcessed("cleanup", old)).isFalse();
+		assertThat(store.isProcessed("cleanup", fresh)).isTrue();
+		assertThat(registry.get("idempotency.cleanup.deleted").counter().count()).isGreaterThanOrEqualTo(1.0);
+	}
+
+	@Test
+	void refusesToClaimOutsideATransaction() {
+		assertThatIllegalStateException().isThrownBy(() -> store.claim(message("group", "no-transaction")))
+			.withMessageContaining("in the listener's transaction");
+	}
+
+	/**
+	 * Claim in a transaction of another thread and keep it open until released.
+	 */
+	private static CompletableFuture<Boolean> holdClaim(ProcessedMessage message, CountDownLatch claimed,
+			CountDownLatch release, boolean rollBack) {
+		return CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean result = store.claim(message).isNew();
+			claimed.countDown();
+			await(release);
+			if (rollBack) {
+				status.setRollbackOnly();
+			}
+			return result;
+		}));
+	}
+
+	private static JdbcProcessedMessageStore store(DataSource dataSource, Duration lockTimeout) {
+		return new JdbcProcessedMessageStore(new JdbcTemplate(dataSource), TABLE, lockTimeout);
+	}
+
+	private static void await(CountDownLatch latch) {
+		try {
+			latch.await(10, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+}
