@@ -120,7 +120,15 @@ public final class BenchmarkReport {
 	}
 
 	private static double median(List<Map<String, String>> runs, String field) {
-		double[] values = runs.stream().mapToDouble((run) -> Double.parseDouble(run.get(field))).sorted().toArray();
+		// a run may lack a field: a cache scenario whose cache failed claimed some records
+		double[] values = runs.stream()
+			.filter((run) -> run.containsKey(field))
+			.mapToDouble((run) -> Double.parseDouble(run.get(field)))
+			.sorted()
+			.toArray();
+		if (values.length == 0) {
+			return Double.NaN;
+		}
 		int middle = values.length / 2;
 		return (values.length % 2 == 1) ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 	}
