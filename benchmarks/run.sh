@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmark and prints one table. Usage:
 #   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
-# Scenarios: A B C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
+# Scenarios: A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s).
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
@@ -13,7 +13,7 @@ record_messages=${2:-20000}
 batch_messages=${3:-100000}
 shift $(( $# > 3 ? 3 : $# ))
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(A B C_CACHE C_NO_CACHE D E F F_NO_CACHE)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE)
 
 ./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
   -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
@@ -23,8 +23,11 @@ mkdir -p "$work"
 
 pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
-pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
-  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties" > "$work/infrastructure.log" 2>&1 &
+# In a subshell that execs, so that $! is the JVM itself (taskset execs it too) and the
+# trap below stops it: its shutdown hook stops PostgreSQL and Redis.
+(exec_pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$1" "${@:2}"; else exec "${@:2}"; fi; }
+ exec_pin 1 java -Xmx2g -Dot.epg.working-dir="$work/postgres" -cp "$classpath" \
+  dev.idempotency.benchmarks.BenchmarkInfrastructure "$work/infrastructure.properties") > "$work/infrastructure.log" 2>&1 &
 infrastructure=$!
 trap 'kill $infrastructure 2>/dev/null; wait $infrastructure 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sleep 0.5; done

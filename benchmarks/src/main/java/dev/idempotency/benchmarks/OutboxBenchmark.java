@@ -28,12 +28,17 @@ import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.kafka.core.ProducerFactory;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The outbox relay's throughput (events written while the relay is stopped, then relayed
- * as fast as it can) and its commit-to-acknowledgment latency at a steady 1,000 events/s
- * (one event per transaction). Payloads are 1 KB. Prints one {@code RESULT} line.
+ * as fast as it can), against a plain {@code KafkaProducer} with the relay's producer
+ * settings sending the same events from memory to the same broker; the throughput of two
+ * relay instances on one outbox, with a check of per-key order on what they published;
+ * and the commit-to-acknowledgment latency at a steady 1,000 events/s (one event per
+ * transaction). Payloads are 1 KB over {@code BENCH_OUTBOX_KEYS} keys (1,000 by default).
+ * Prints one {@code RESULT} line.
  */
 public final class OutboxBenchmark {
 
@@ -50,38 +55,34 @@ public final class OutboxBenchmark {
 		String throughputTopic = "outbox-throughput-" + run;
 		String warmupTopic = "outbox-warmup-" + run;
 		String latencyTopic = "outbox-latency-" + run;
-		try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-				infrastructure.getProperty("kafka")))) {
+		String producerTopic = "outbox-producer-" + run;
+		String pairTopic = "outbox-pair-" + run;
+		String kafka = infrastructure.getProperty("kafka");
+		try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka))) {
 			admin.createTopics(List.of(new NewTopic(throughputTopic, 4, (short) 1), new NewTopic(warmupTopic, 4, (short) 1),
-					new NewTopic(latencyTopic, 4, (short) 1)))
+					new NewTopic(latencyTopic, 4, (short) 1), new NewTopic(producerTopic, 4, (short) 1),
+					new NewTopic(pairTopic, 4, (short) 1)))
 				.all()
 				.get();
 		}
-		try (ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
-			.web(WebApplicationType.NONE)
-			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
-					"spring.datasource.url=" + infrastructure.getProperty("jdbc"), "spring.datasource.username=postgres",
-					"spring.datasource.password=postgres",
-					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
-					"spring.datasource.hikari.maximum-pool-size=4")
-			.properties(BenchmarkScenario.extraProperties())
-			.run()) {
+		int keys = Integer.parseInt(System.getenv().getOrDefault("BENCH_OUTBOX_KEYS", "1000"));
+		try (ConfigurableApplicationContext context = application(infrastructure);
+				ConfigurableApplicationContext second = application(infrastructure)) {
 			Outbox outbox = context.getBean(Outbox.class);
 			TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			OutboxRelay secondRelay = second.getBean(OutboxRelay.class);
 			MeterRegistry meters = context.getBean(MeterRegistry.class);
-			String payload = "x".repeat(1024);
+			MeterRegistry secondMeters = second.getBean(MeterRegistry.class);
+			secondRelay.stop();
+			relay.stop();
+
+			// baseline: a plain producer with the relay's settings, the same events from memory
+			double producer = ProducerBaseline.eventsPerSecond(context.getBean(ProducerFactory.class), producerTopic,
+					events, keys);
 
 			// throughput: a backlog written while the relay is stopped
-			relay.stop();
-			for (int written = 0; written < events; written += 1000) {
-				int start = written;
-				transactions.executeWithoutResult((status) -> {
-					for (int i = start; i < Math.min(start + 1000, events); i++) {
-						outbox.publish(throughputTopic, "key-" + (i % 100), payload);
-					}
-				});
-			}
+			backlog(transactions, outbox, throughputTopic, events, keys);
 			long begin = System.nanoTime();
 			relay.start();
 			while (published(meters, throughputTopic) < events) {
@@ -89,9 +90,22 @@ public final class OutboxBenchmark {
 			}
 			double throughput = events / ((System.nanoTime() - begin) / 1e9);
 
+			// two relay instances on one outbox
+			relay.stop();
+			backlog(transactions, outbox, pairTopic, events, keys);
+			begin = System.nanoTime();
+			relay.start();
+			secondRelay.start();
+			while (published(meters, pairTopic) + published(secondMeters, pairTopic) < events) {
+				Thread.sleep(5);
+			}
+			double pair = events / ((System.nanoTime() - begin) / 1e9);
+			secondRelay.stop();
+			long violations = ProducerBaseline.orderViolations(kafka, pairTopic, events);
+
 			// latency: one event per transaction at 1,000 events/s; 5 s of warm-up, 10 s measured
-			steady(transactions, outbox, warmupTopic, payload, 5);
-			long measured = steady(transactions, outbox, latencyTopic, payload, 10);
+			steady(transactions, outbox, warmupTopic, 5);
+			long measured = steady(transactions, outbox, latencyTopic, 10);
 			while (published(meters, latencyTopic) < measured) {
 				Thread.sleep(5);
 			}
@@ -99,17 +113,39 @@ public final class OutboxBenchmark {
 			double[] percentiles = Percentiles.p50p99(latency, TimeUnit.MILLISECONDS);
 			double p50 = percentiles[0];
 			double p99 = percentiles[1];
-			System.out.println(String.format("RESULT scenario=OUTBOX events=%d throughput=%.0f steadyEvents=%d "
-					+ "latencyP50ms=%.1f latencyP99ms=%.1f", events, throughput, measured, p50, p99));
+			System.out.println(String.format("RESULT scenario=OUTBOX events=%d keys=%d throughput=%.0f producer=%.0f "
+					+ "twoRelays=%.0f orderViolations=%d steadyEvents=%d latencyP50ms=%.1f latencyP99ms=%.1f", events,
+					keys, throughput, producer, pair, violations, measured, p50, p99));
 		}
 	}
 
-	private static long steady(TransactionTemplate transactions, Outbox outbox, String topic, String payload,
-			int seconds) throws InterruptedException {
+	private static ConfigurableApplicationContext application(Properties infrastructure) {
+		return new SpringApplicationBuilder(App.class).web(WebApplicationType.NONE)
+			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
+					"spring.datasource.url=" + infrastructure.getProperty("jdbc"), "spring.datasource.username=postgres",
+					"spring.datasource.password=postgres",
+					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
+					"spring.datasource.hikari.maximum-pool-size=4")
+			.properties(BenchmarkScenario.extraProperties())
+			.run();
+	}
+
+	private static void backlog(TransactionTemplate transactions, Outbox outbox, String topic, int events, int keys) {
+		for (int written = 0; written < events; written += 1000) {
+			int start = written;
+			transactions.executeWithoutResult((status) -> {
+				for (int i = start; i < Math.min(start + 1000, events); i++) {
+					outbox.publish(topic, "key-" + (i % keys), ProducerBaseline.payload(i));
+				}
+			});
+		}
+	}
+
+	private static long steady(TransactionTemplate transactions, Outbox outbox, String topic, int seconds) throws InterruptedException {
 		AtomicLong written = new AtomicLong();
 		ScheduledExecutorService writer = Executors.newSingleThreadScheduledExecutor();
 		writer.scheduleAtFixedRate(() -> transactions.executeWithoutResult((status) -> {
-			outbox.publish(topic, "key-" + (written.get() % 100), payload);
+			outbox.publish(topic, "key-" + (written.get() % 100), ProducerBaseline.payload((int) written.get()));
 			written.incrementAndGet();
 		}), 0, 1, TimeUnit.MILLISECONDS);
 		Thread.sleep(seconds * 1000L);

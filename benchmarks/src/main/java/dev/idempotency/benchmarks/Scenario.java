@@ -10,6 +10,8 @@ enum Scenario {
 
 	B("@Idempotent record listener, all new", Listener.RECORD_IDEMPOTENT, false, false),
 
+	B_CACHE("@Idempotent record listener, all new, Redis cache", Listener.RECORD_IDEMPOTENT, false, true),
+
 	C_CACHE("@Idempotent record listener, all duplicates, Redis cache", Listener.RECORD_IDEMPOTENT, true, true),
 
 	C_NO_CACHE("@Idempotent record listener, all duplicates, no cache", Listener.RECORD_IDEMPOTENT, true, false),

@@ -20,6 +20,7 @@ import dev.idempotency.internal.consumer.InfrastructureRetryInstaller;
 import dev.idempotency.internal.consumer.ListenerContainerFactoryPostProcessor;
 import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
+import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
 import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessageStore;
@@ -47,6 +48,7 @@ import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -104,11 +106,17 @@ public final class IdempotencyAutoConfiguration {
 		else {
 			transactions = TransactionOperations.withoutTransaction();
 		}
-		return new IdempotentListenerInterceptor(store, keyResolver, properties.missingKey(), transactions,
-				metrics.getIfAvailable(() -> IdempotencyMetrics.NONE),
-				store.joinsTransaction() ? cache.getIfAvailable() : null,
+		ProcessedKeyCache keyCache = store.joinsTransaction() ? cache.getIfAvailable() : null;
+		IdempotentListenerInterceptor interceptor = new IdempotentListenerInterceptor(store, keyResolver,
+				properties.missingKey(), transactions, metrics.getIfAvailable(() -> IdempotencyMetrics.NONE), keyCache,
 				observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP),
 				leaseInvoker(store, properties, resultCodec, leaseLostHandlers));
+		if (keyCache == null && store instanceof JdbcProcessedMessageStore jdbc
+				&& properties.store().jdbc().pollLookup()) {
+			interceptor.setPollLookup(
+					new JdbcProcessedKeyLookup(new JdbcTemplate(jdbc.dataSource()), properties.store().jdbc().tableName()));
+		}
+		return interceptor;
 	}
 
 	private static @Nullable LeaseInvoker leaseInvoker(ProcessedMessageStore store, IdempotencyProperties properties,

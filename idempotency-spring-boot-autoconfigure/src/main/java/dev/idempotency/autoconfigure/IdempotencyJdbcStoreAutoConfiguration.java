@@ -2,6 +2,7 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
+import dev.idempotency.internal.consumer.ConsumerFactoryPostProcessor;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.internal.store.ProcessedMessageCleanup;
@@ -52,6 +53,13 @@ public final class IdempotencyJdbcStoreAutoConfiguration {
 		IdempotencyProperties.Jdbc jdbc = properties.store().jdbc();
 		return new ProcessedMessageCleanup(new JdbcTemplate(dataSource), jdbc.tableName(), jdbc.retention(),
 				jdbc.cleanupInterval(), metrics.getIfAvailable(() -> IdempotencyMetrics.NONE));
+	}
+
+	// binds each poll to the consumer thread, so that its keys are looked up together
+	@Bean
+	@ConditionalOnBooleanProperty(name = "idempotency.store.jdbc.poll-lookup", matchIfMissing = true)
+	static ConsumerFactoryPostProcessor idempotencyPollLookupConsumerFactoryPostProcessor() {
+		return new ConsumerFactoryPostProcessor();
 	}
 
 }

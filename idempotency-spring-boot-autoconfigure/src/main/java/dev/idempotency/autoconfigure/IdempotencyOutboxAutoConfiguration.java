@@ -15,6 +15,7 @@ import dev.idempotency.outbox.OutboxPayloadSerializer;
 import dev.idempotency.internal.outbox.OutboxRelay;
 import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.internal.outbox.OutboxSettings;
+import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
 import dev.idempotency.outbox.OutboxTraceContext;
 import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
 import io.micrometer.tracing.Tracer;
@@ -75,24 +76,33 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
 	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
-			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics) {
+			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics,
+			ObjectProvider<OutboxProducerFactoryCustomizer> customizers) {
 		Map<String, Object> configs = new HashMap<>(producerFactory.getConfigurationProperties());
 		// An idempotent producer keeps the partition order of pipelined sends across retries.
 		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
 		configs.put(ProducerConfig.ACKS_CONFIG, "all");
 		configs.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+		// The relay sends the later events of a key only once the earlier one is
+		// acknowledged: each such wave would wait out the linger first. Sends of one wave
+		// are pipelined, so they still share batches while requests are in flight.
+		configs.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, 0);
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
+		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));
 		IdempotencyProperties.Outbox outbox = properties.outbox();
 		OutboxSettings settings = new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(),
 				outbox.sendTimeout(), outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(),
 				outbox.maxBackoff(), outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE,
-				outbox.retention(), outbox.shutdownTimeout());
+				outbox.retention(), outbox.shutdownTimeout(), outbox.idlePollInterval());
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch
 		template.setProducerListener(new ProducerListener<>() {
 		});
-		return new OutboxRelay(repository, template, settings, metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+		OutboxRelay relay = new OutboxRelay(repository, template, settings,
+				metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+		relay.setAutoStartup(outbox.autoStartup());
+		return relay;
 	}
 
 	@Bean

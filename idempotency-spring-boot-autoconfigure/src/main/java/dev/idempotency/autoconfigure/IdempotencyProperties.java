@@ -10,6 +10,7 @@ import dev.idempotency.internal.store.TableName;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
 
@@ -237,14 +238,16 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param shutdownTimeout How long stopping waits for the batch in flight.
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
-			@DefaultValue("true") boolean relayEnabled, @DefaultValue("500") int batchSize,
-			@DefaultValue("500ms") Duration pollInterval, @DefaultValue("2m") Duration lease,
+			@DefaultValue("true") boolean relayEnabled, @DefaultValue("true") boolean autoStartup,
+			@DefaultValue("500") int batchSize, @DefaultValue("500ms") Duration pollInterval,
+			@DefaultValue("5s") Duration idlePollInterval, @DefaultValue("2m") Duration lease,
 			@DefaultValue("30s") Duration sendTimeout, @DefaultValue("10") int maxAttempts,
 			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
 			@DefaultValue("10s") Duration shutdownTimeout) {
 
+		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
 			if (batchSize < 1 || maxAttempts < 1) {
@@ -256,6 +259,10 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.jitter between 0 and 1");
 			}
 			requirePositive(pollInterval, "idempotency.outbox.poll-interval");
+			if (idlePollInterval.compareTo(pollInterval) < 0) {
+				throw new IllegalArgumentException("idempotency.outbox.idle-poll-interval (" + idlePollInterval
+						+ ") must be at least idempotency.outbox.poll-interval (" + pollInterval + ")");
+			}
 			requirePositive(lease, "idempotency.outbox.lease");
 			requirePositive(sendTimeout, "idempotency.outbox.send-timeout");
 			requirePositive(initialBackoff, "idempotency.outbox.initial-backoff");
@@ -270,6 +277,22 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
 						+ "lease until its acknowledgments are in");
 			}
+		}
+
+		/**
+		 * Create the outbox settings of earlier versions: the relay starts with the
+		 * application and polls an empty outbox at most every 5 seconds.
+		 */
+		public Outbox(boolean enabled, String table, boolean relayEnabled, int batchSize, Duration pollInterval,
+				Duration lease, Duration sendTimeout, int maxAttempts, Duration initialBackoff, double backoffMultiplier,
+				Duration maxBackoff, double jitter, Completion completion, Duration retention, Duration shutdownTimeout) {
+			this(enabled, table, relayEnabled, true, batchSize, pollInterval, max(pollInterval, Duration.ofSeconds(5)),
+					lease, sendTimeout, maxAttempts, initialBackoff, backoffMultiplier, maxBackoff, jitter, completion,
+					retention, shutdownTimeout);
+		}
+
+		private static Duration max(Duration a, Duration b) {
+			return (a.compareTo(b) >= 0) ? a : b;
 		}
 
 	}
@@ -304,10 +327,14 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * replay can come.
 	 * @param cleanupInterval How often keys older than the retention are deleted; 0 never
 	 * deletes them.
+	 * @param pollLookup Whether record listeners without the Redis cache look up the keys
+	 * of each poll in one statement, so that duplicates are skipped without a transaction.
 	 */
 	public record Jdbc(@Nullable String schema, @DefaultValue("processed_messages") String table,
-			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval) {
+			@DefaultValue("7d") Duration retention, @DefaultValue("1h") Duration cleanupInterval,
+			@DefaultValue("true") boolean pollLookup) {
 
+		@ConstructorBinding
 		public Jdbc {
 			new TableName(schema, table);
 			requirePositive(retention, "idempotency.store.jdbc.retention");
@@ -315,6 +342,13 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 				throw new IllegalArgumentException(
 						"idempotency.store.jdbc.cleanup-interval must not be negative, was " + cleanupInterval);
 			}
+		}
+
+		/**
+		 * Create the store settings of earlier versions, with the poll lookup on.
+		 */
+		public Jdbc(@Nullable String schema, String table, Duration retention, Duration cleanupInterval) {
+			this(schema, table, retention, cleanupInterval, true);
 		}
 
 		/**

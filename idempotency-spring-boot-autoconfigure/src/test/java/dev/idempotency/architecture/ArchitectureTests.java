@@ -69,6 +69,7 @@ class ArchitectureTests {
 			"dev.idempotency.outbox.OutboxEvent$Builder", "dev.idempotency.outbox.OutboxDeadLetters",
 			"dev.idempotency.outbox.OutboxPayloadSerializer", "dev.idempotency.outbox.OutboxMetrics",
 			"dev.idempotency.outbox.OutboxStats", "dev.idempotency.outbox.OutboxTraceContext",
+			"dev.idempotency.outbox.OutboxProducerFactoryCustomizer",
 			// auto-configuration and properties
 			"dev.idempotency.autoconfigure.IdempotencyAutoConfiguration",
 			"dev.idempotency.autoconfigure.IdempotencyJdbcStoreAutoConfiguration",

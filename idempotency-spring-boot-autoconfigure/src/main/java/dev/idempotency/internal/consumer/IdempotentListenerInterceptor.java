@@ -21,6 +21,7 @@ import dev.idempotency.internal.metrics.IdempotencyObservation;
 import dev.idempotency.internal.metrics.IdempotencyObservationContext;
 import dev.idempotency.metrics.Outcome;
 import dev.idempotency.store.Claim;
+import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import io.micrometer.observation.Observation;
@@ -74,6 +75,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private final ObservationRegistry observations;
 
 	private final @Nullable ProcessedKeyCache cache;
+
+	private @Nullable JdbcProcessedKeyLookup pollLookup;
 
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
 
@@ -143,6 +146,15 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 				this.kafkaTransactions);
 	}
 
+	/**
+	 * Look the keys of each poll up in the store's table, in one statement, when there is
+	 * no cache: duplicates are then skipped without a transaction.
+	 * @param pollLookup the lookup, or {@code null} for none
+	 */
+	public void setPollLookup(@Nullable JdbcProcessedKeyLookup pollLookup) {
+		this.pollLookup = pollLookup;
+	}
+
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
 		Listener listener = listener(invocation);
@@ -205,6 +217,11 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		if (cache != null && PollPrefetch.isProcessed(cache, this.keyResolver, listener.method(), record,
 				message.scope(), message.key())) {
 			return duplicate(listener, message, arguments, DecisionSource.CACHE);
+		}
+		JdbcProcessedKeyLookup pollLookup = this.pollLookup;
+		if (cache == null && pollLookup != null && PollPrefetch.isProcessed(pollLookup, this.keyResolver,
+				listener.method(), record, message.scope(), message.key())) {
+			return duplicate(listener, message, arguments, DecisionSource.STORE);
 		}
 		DeferredAcknowledgment acknowledgment = deferAcknowledgment(invocation, listener.method());
 		Object result;

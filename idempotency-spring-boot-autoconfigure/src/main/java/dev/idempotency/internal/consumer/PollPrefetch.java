@@ -4,18 +4,23 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
+import java.util.function.BiPredicate;
 
 import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.internal.key.StoredKey;
+import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Answers a record listener's cache lookups from one pipelined lookup of all keys of the
- * current poll, instead of one round trip per record.
+ * current poll, instead of one round trip per record; without a cache, looks the keys of
+ * the poll up in the store's table in one statement, so that duplicates skip their
+ * transaction.
  * <p>
  * At the first lookup of a poll, the keys of all its records are resolved (from the raw
  * record values) and looked up together. A later lookup uses that answer only when the
@@ -47,26 +52,42 @@ final class PollPrefetch {
 	 */
 	static boolean isProcessed(ProcessedKeyCache cache, IdempotencyKeyResolver resolver, ListenerMethod method,
 			ConsumerRecord<?, ?> record, String scope, String key) {
+		return isProcessed(cache::areProcessed, cache::isProcessed, resolver, method, record, scope, key);
+	}
+
+	/**
+	 * Return whether the store holds the record's key, from one lookup of the whole poll.
+	 * A poll of one record is not looked up: its claim answers as fast.
+	 */
+	static boolean isProcessed(JdbcProcessedKeyLookup store, IdempotencyKeyResolver resolver, ListenerMethod method,
+			ConsumerRecord<?, ?> record, String scope, String key) {
+		return isProcessed(store::areProcessed, (s, k) -> false, resolver, method, record, scope, key);
+	}
+
+	private static boolean isProcessed(BiFunction<String, List<String>, boolean[]> lookupAll,
+			BiPredicate<String, String> lookupOne, IdempotencyKeyResolver resolver, ListenerMethod method,
+			ConsumerRecord<?, ?> record, String scope, String key) {
 		PollPrefetch poll = CURRENT.get();
 		if (poll == null || poll.records.count() < 2) {
-			return cache.isProcessed(scope, key);
+			return lookupOne.test(scope, key);
 		}
 		if (poll.answers == null) {
-			poll.answers = poll.prefetch(cache, resolver, method, scope);
+			poll.answers = poll.prefetch(lookupAll, resolver, method, scope);
 			poll.scope = scope;
 		}
 		if (!scope.equals(poll.scope)) {
 			// another handler of the same container, with a scope of its own
-			return cache.isProcessed(scope, key);
+			return lookupOne.test(scope, key);
 		}
 		Answer answer = poll.answers.get(new Coordinates(record.topic(), record.partition(), record.offset()));
 		if (answer != null && answer.key().equals(key)) {
 			return answer.processed();
 		}
-		return cache.isProcessed(scope, key);
+		return lookupOne.test(scope, key);
 	}
 
-	private Map<Coordinates, Answer> prefetch(ProcessedKeyCache cache, IdempotencyKeyResolver resolver,
+	private Map<Coordinates, Answer> prefetch(BiFunction<String, List<String>, boolean[]> lookupAll,
+			IdempotencyKeyResolver resolver,
 			ListenerMethod method, String scope) {
 		List<Coordinates> coordinates = new ArrayList<>(this.records.count());
 		List<String> keys = new ArrayList<>(this.records.count());
@@ -89,7 +110,7 @@ final class PollPrefetch {
 		if (keys.isEmpty()) {
 			return answers;
 		}
-		boolean[] processed = cache.areProcessed(scope, keys);
+		boolean[] processed = lookupAll.apply(scope, keys);
 		for (int i = 0; i < processed.length; i++) {
 			answers.put(coordinates.get(i), new Answer(keys.get(i), processed[i]));
 		}

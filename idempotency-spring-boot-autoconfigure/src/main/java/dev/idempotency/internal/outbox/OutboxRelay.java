@@ -1,44 +1,33 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
-import dev.idempotency.outbox.OutboxMetrics;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
-import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.context.SmartLifecycle;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
-import org.springframework.kafka.support.SendResult;
 
 /**
  * Publishes outbox events to Kafka. Each cycle claims a batch of due events in a short
- * transaction (with a lease), sends them all asynchronously outside any transaction,
- * waits for the acknowledgments, and records the outcome in one statement per outcome.
+ * transaction (with a lease), sends them asynchronously outside any transaction (an event
+ * only after the previous event of its key in the batch was acknowledged; see
+ * {@link OutboxBatchSender}), and records the outcome in one statement per outcome.
  * A commit that wrote events wakes the relay at once; polling finds the events of other
- * instances. Failed sends back off exponentially with jitter; after the last attempt an
- * event is {@code DEAD} and blocks the later events of its key until it is re-queued.
+ * instances, less and less often while the outbox stays empty (see {@link PollBackoff}).
+ * Failed sends back off exponentially with jitter; after the last attempt an event is
+ * {@code DEAD} and blocks the later events of its key until it is re-queued.
+ * <p>
+ * A {@link SmartLifecycle}: it starts with the application context unless
+ * {@link #setAutoStartup(boolean) auto-startup} is off, and can be stopped and started
+ * again.
  */
 public final class OutboxRelay implements SmartLifecycle {
 
@@ -61,11 +50,15 @@ public final class OutboxRelay implements SmartLifecycle {
 
 	private final OutboxMetrics metrics;
 
+	private final OutboxBatchSender sender;
+
 	private final String owner = UUID.randomUUID().toString();
 
 	private final Semaphore wakeUps = new Semaphore(0);
 
 	private volatile boolean running;
+
+	private boolean autoStartup = true;
 
 	private @Nullable Thread thread;
 
@@ -84,6 +77,21 @@ public final class OutboxRelay implements SmartLifecycle {
 		this.kafka = kafka;
 		this.settings = settings;
 		this.metrics = metrics;
+		this.sender = new OutboxBatchSender(kafka, settings, metrics);
+	}
+
+	/**
+	 * Set whether the relay starts with the application context. When not, the bean
+	 * exists and {@link #start()} starts it later.
+	 * @param autoStartup whether to start with the context
+	 */
+	public void setAutoStartup(boolean autoStartup) {
+		this.autoStartup = autoStartup;
+	}
+
+	@Override
+	public boolean isAutoStartup() {
+		return this.autoStartup;
 	}
 
 	/**
@@ -107,49 +115,13 @@ public final class OutboxRelay implements SmartLifecycle {
 			return 0;
 		}
 		long claimed = System.nanoTime();
-		List<@Nullable CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>(batch.size());
-		Map<String, Throwable> failingTopics = new HashMap<>();
-		for (OutboxRecord event : batch) {
-			// A send that failed at once (no metadata: broker down, topic missing) blocked
-			// for max.block.ms; the other events of its topic would each block as long.
-			CompletableFuture<SendResult<String, byte[]>> send = failingTopics.containsKey(event.topic()) ? null
-					: send(event);
-			if (send != null && send.isCompletedExceptionally()) {
-				failingTopics.put(event.topic(), cause(send));
-			}
-			sends.add(send);
-		}
-		long deadline = System.nanoTime() + this.settings.sendTimeout().toNanos();
-		List<Long> sent = new ArrayList<>(batch.size());
-		Map<Long, Failure> failed = new LinkedHashMap<>();
-		for (int i = 0; i < batch.size(); i++) {
-			OutboxRecord event = batch.get(i);
-			if (sends.get(i) == null) {
-				failed.put(event.id(), heldBack(event, failingTopics.get(event.topic())));
-				continue;
-			}
-			try {
-				sends.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-				sent.add(event.id());
-				this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-				failed.put(event.id(), failure(event, ex));
-			}
-			catch (ExecutionException ex) {
-				failed.put(event.id(), failure(event, ex.getCause()));
-			}
-			catch (TimeoutException | RuntimeException ex) {
-				failed.put(event.id(), failure(event, ex));
-			}
-		}
+		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
 		long acknowledged = System.nanoTime();
-		this.repository.complete(sent, this.owner, this.settings.deleteSent());
-		List<Long> dead = this.repository.fail(failed, this.owner, this.settings.maxAttempts());
-		if (!failed.isEmpty()) {
-			logger.warn(failed.size() + " of " + batch.size() + " outbox events were not sent and will be retried "
-					+ "after their backoff; first error: " + failed.values().iterator().next().error());
+		this.repository.complete(outcome.sent, this.owner, this.settings.deleteSent());
+		List<Long> dead = this.repository.fail(outcome.failed, this.owner, this.settings.maxAttempts());
+		if (!outcome.failed.isEmpty()) {
+			logger.warn(outcome.failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
+					+ "retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
 			// All sends of the batch have completed: start the next attempt on a fresh
 			// producer, in case this one is in a state it cannot leave (a fatal error, a
 			// replaced cluster).
@@ -160,7 +132,7 @@ public final class OutboxRelay implements SmartLifecycle {
 		if (logger.isDebugEnabled()) {
 			long done = System.nanoTime();
 			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "
-					+ "completion %.1f ms", sent.size(), batch.size(), (claimed - started) / 1e6,
+					+ "completion %.1f ms", outcome.sent.size(), batch.size(), (claimed - started) / 1e6,
 					(acknowledged - claimed) / 1e6, (done - acknowledged) / 1e6));
 		}
 		if (!dead.isEmpty()) {
@@ -171,57 +143,8 @@ public final class OutboxRelay implements SmartLifecycle {
 		return batch.size();
 	}
 
-	private static Throwable cause(CompletableFuture<?> failed) {
-		try {
-			failed.join();
-			return new IllegalStateException("not failed");
-		}
-		catch (CompletionException ex) {
-			return (ex.getCause() != null) ? ex.getCause() : ex;
-		}
-		catch (CancellationException ex) {
-			return ex;
-		}
-	}
-
-	private CompletableFuture<SendResult<String, byte[]>> send(OutboxRecord event) {
-		ProducerRecord<String, byte[]> record = new ProducerRecord<>(event.topic(), event.key(), event.payload());
-		event.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
-		record.headers().add(IDEMPOTENCY_KEY_HEADER, event.eventId().toString().getBytes(StandardCharsets.UTF_8));
-		if (event.type() != null) {
-			record.headers().add(EVENT_TYPE_HEADER, event.type().getBytes(StandardCharsets.UTF_8));
-		}
-		if (event.aggregateType() != null) {
-			record.headers().add(AGGREGATE_TYPE_HEADER, event.aggregateType().getBytes(StandardCharsets.UTF_8));
-		}
-		try {
-			return this.kafka.send(record);
-		}
-		catch (RuntimeException ex) {
-			return CompletableFuture.failedFuture(ex);
-		}
-	}
-
-	private Failure failure(OutboxRecord event, Throwable ex) {
-		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
-		int attempt = event.attempts() + 1;
-		double backoff = Math.min(this.settings.maxBackoff().toMillis(),
-				this.settings.initialBackoff().toMillis() * Math.pow(this.settings.backoffMultiplier(), attempt - 1));
-		// full jitter around the exponential delay: spreads retries of many events
-		double jittered = backoff * (1 - this.settings.jitter() * ThreadLocalRandom.current().nextDouble());
-		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
-		String message = (cause != ex) ? ex.getMessage() + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
-				: ex.getClass().getSimpleName() + ": " + ex.getMessage();
-		return new Failure(message.length() > 2000 ? message.substring(0, 2000) : message,
-				Duration.ofMillis((long) jittered), true);
-	}
-
-	private Failure heldBack(OutboxRecord event, Throwable cause) {
-		return new Failure("Held back: an earlier send to " + event.topic() + " failed: " + cause,
-				this.settings.initialBackoff(), false);
-	}
-
 	private void loop() {
+		PollBackoff backoff = new PollBackoff(this.settings.pollInterval(), this.settings.idlePollInterval());
 		while (this.running) {
 			int claimed = 0;
 			try {
@@ -232,15 +155,18 @@ public final class OutboxRelay implements SmartLifecycle {
 			catch (RuntimeException ex) {
 				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
 			}
-			if (claimed < this.settings.batchSize()) {
-				try {
-					this.wakeUps.tryAcquire(this.settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
-					this.wakeUps.drainPermits();
+			if (claimed >= this.settings.batchSize()) {
+				continue;
+			}
+			try {
+				if (this.wakeUps.tryAcquire(backoff.next(claimed), TimeUnit.MILLISECONDS)) {
+					backoff.wokenUp();
 				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					return;
-				}
+				this.wakeUps.drainPermits();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return;
 			}
 		}
 	}

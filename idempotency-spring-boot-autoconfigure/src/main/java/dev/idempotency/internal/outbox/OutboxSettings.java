@@ -17,8 +17,10 @@ import java.time.Duration;
  * @param deleteSent whether sent events are deleted (else marked and purged later)
  * @param retention how long marked events are kept
  * @param shutdownTimeout how long stopping waits for the batch in flight
+ * @param idlePollInterval longest wait between polls while the outbox stays empty: the
+ * wait doubles from {@code pollInterval} up to this
  */
 public record OutboxSettings(int batchSize, Duration pollInterval, Duration lease, Duration sendTimeout,
 		int maxAttempts, Duration initialBackoff, double backoffMultiplier, Duration maxBackoff, double jitter,
-		boolean deleteSent, Duration retention, Duration shutdownTimeout) {
+		boolean deleteSent, Duration retention, Duration shutdownTimeout, Duration idlePollInterval) {
 }

@@ -1,22 +1,29 @@
 package dev.idempotency.internal.outbox;
 
 import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.core.ProducerFactory;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -103,9 +110,70 @@ class OutboxRelayLifecycleIntegrationTests {
 		}
 	}
 
+	/**
+	 * With auto-startup off the relay bean exists but publishes nothing until the
+	 * application starts it; it sends through the producer factory the customizers saw.
+	 */
+	@Test
+	void aRelayThatDoesNotStartWithTheApplicationPublishesOnceStartedThroughTheCustomizedProducer() {
+		String topic = "it-outbox-auto-startup";
+		TestInfrastructure.createTopic(topic, 1);
+		try (ConfigurableApplicationContext context = TestApplications.run(CustomizedApp.class,
+				TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "idempotency.outbox.auto-startup=false",
+				"idempotency.outbox.table=startup_outbox", "idempotency.flyway.table=startup_schema_history");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			assertThat(relay.isAutoStartup()).isFalse();
+			assertThat(relay.isRunning()).isFalse();
+			UUID eventId = context.getBean(TransactionTemplate.class)
+				.execute((status) -> context.getBean(Outbox.class).publish(topic, "k", "later"));
+			assertThat(consumer.receive(1, Duration.ofSeconds(2))).isEmpty();
+			ProducersSeen producers = context.getBean(ProducersSeen.class);
+			assertThat(producers.clientIds).isEmpty();
+			relay.start();
+			assertThat(relay.isRunning()).isTrue();
+			assertThat(consumer.receive(1, Duration.ofSeconds(20))).singleElement()
+				.satisfies((record) -> assertThat(TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
+					.isEqualTo(eventId.toString()));
+			assertThat(producers.clientIds).singleElement().asString().contains("outbox-relay-under-test");
+		}
+	}
+
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
 	static class App {
+
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class CustomizedApp {
+
+		@Bean
+		ProducersSeen producersSeen() {
+			return new ProducersSeen();
+		}
+
+		@Bean
+		OutboxProducerFactoryCustomizer clientId() {
+			return (factory) -> factory.updateConfigs(Map.of(ProducerConfig.CLIENT_ID_CONFIG, "outbox-relay-under-test"));
+		}
+
+		@Bean
+		OutboxProducerFactoryCustomizer watchProducers(ProducersSeen producers) {
+			return (factory) -> factory.addListener(producers);
+		}
+
+	}
+
+	static class ProducersSeen implements ProducerFactory.Listener<String, byte[]> {
+
+		final List<String> clientIds = new CopyOnWriteArrayList<>();
+
+		@Override
+		public void producerAdded(String id, Producer<String, byte[]> producer) {
+			this.clientIds.add(id);
+		}
 
 	}
 

@@ -148,4 +148,18 @@ class JdbcLeaseStoreIntegrationTests {
 				+ "AND idempotency_key = ?", String.class, message.scope(), message.key());
 	}
 
+	@Test
+	void thePollLookupCountsOnlyCompletedKeys() {
+		String scope = "lookup-" + UUID.randomUUID();
+		String sql = "INSERT INTO " + TABLE.qualified()
+				+ " (consumer_group, idempotency_key, status) VALUES (?, ?, ?)";
+		jdbc.update(sql, scope, "transactional", null);
+		jdbc.update(sql, scope, "completed", "COMPLETED");
+		jdbc.update(sql, scope, "in-progress", "IN_PROGRESS");
+		jdbc.update(sql, scope, "failed", "FAILED");
+		boolean[] processed = new JdbcProcessedKeyLookup(jdbc, TABLE).areProcessed(scope,
+				java.util.List.of("transactional", "completed", "in-progress", "failed", "unknown"));
+		assertThat(processed).containsExactly(true, true, false, false, false);
+	}
+
 }

@@ -1,0 +1,217 @@
+package dev.idempotency.internal.outbox;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.outbox.OutboxMetrics;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.support.SendResult;
+
+/**
+ * Sends one claimed batch in per-key order. An event is sent only once the previous event
+ * of its key in the batch is acknowledged: the events of a batch go out in waves (the
+ * first event of every key, then the second of every key that is still sendable, and so
+ * on), each wave pipelined. An event that fails holds back the later events of its key,
+ * whatever the reason (a record the broker refuses as too large, a serializer error), so
+ * that no later event of a key is ever published before an earlier one. Events without a
+ * key have no order and go in the first wave.
+ */
+final class OutboxBatchSender {
+
+	private final KafkaTemplate<String, byte[]> kafka;
+
+	private final OutboxSettings settings;
+
+	private final OutboxMetrics metrics;
+
+	OutboxBatchSender(KafkaTemplate<String, byte[]> kafka, OutboxSettings settings, OutboxMetrics metrics) {
+		this.kafka = kafka;
+		this.settings = settings;
+		this.metrics = metrics;
+	}
+
+	/**
+	 * Send a batch and wait for its acknowledgments, up to the send timeout.
+	 * @param batch the events, in id order
+	 * @return what happened to each event
+	 */
+	Outcome send(List<OutboxRecord> batch) {
+		long deadline = System.nanoTime() + this.settings.sendTimeout().toNanos();
+		Outcome outcome = new Outcome(batch.size());
+		Map<String, Throwable> failingTopics = new HashMap<>();
+		Set<String> blockedKeys = new HashSet<>();
+		for (List<OutboxRecord> wave : waves(batch)) {
+			if (System.nanoTime() - deadline >= 0) {
+				// not sent at all: nothing of them is left in the producer to arrive later
+				wave.forEach((event) -> outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null)));
+				continue;
+			}
+			List<OutboxRecord> inFlight = new ArrayList<>(wave.size());
+			List<CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>(wave.size());
+			for (OutboxRecord event : wave) {
+				if (event.key() != null && blockedKeys.contains(event.key())) {
+					outcome.failed.put(event.id(), heldBack("an earlier event of its key was not sent", null));
+					continue;
+				}
+				Throwable topicFailure = failingTopics.get(event.topic());
+				if (topicFailure != null) {
+					// A send that failed at once (no metadata: broker down, topic missing)
+					// blocked for max.block.ms; the other events of its topic would each
+					// block as long.
+					outcome.failed.put(event.id(), heldBack("an earlier send to " + event.topic() + " failed",
+							topicFailure));
+					block(blockedKeys, event);
+					continue;
+				}
+				CompletableFuture<SendResult<String, byte[]>> send = send(event);
+				if (send.isCompletedExceptionally()) {
+					failingTopics.put(event.topic(), cause(send));
+				}
+				inFlight.add(event);
+				sends.add(send);
+			}
+			for (int i = 0; i < inFlight.size(); i++) {
+				OutboxRecord event = inFlight.get(i);
+				Throwable error = await(sends.get(i), deadline);
+				if (error == null) {
+					outcome.sent.add(event.id());
+					this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+				}
+				else {
+					outcome.failed.put(event.id(), failure(event, error));
+					block(blockedKeys, event);
+				}
+			}
+		}
+		return outcome;
+	}
+
+	/**
+	 * Split a batch into waves: the n-th wave holds the n-th event of every key.
+	 */
+	static List<List<OutboxRecord>> waves(List<OutboxRecord> batch) {
+		List<List<OutboxRecord>> waves = new ArrayList<>();
+		Map<String, Integer> seen = new HashMap<>();
+		for (OutboxRecord event : batch) {
+			int wave = (event.key() != null) ? seen.merge(event.key(), 1, Integer::sum) - 1 : 0;
+			if (wave == waves.size()) {
+				waves.add(new ArrayList<>());
+			}
+			waves.get(wave).add(event);
+		}
+		return waves;
+	}
+
+	private static void block(Set<String> blockedKeys, OutboxRecord event) {
+		if (event.key() != null) {
+			blockedKeys.add(event.key());
+		}
+	}
+
+	private static @Nullable Throwable await(CompletableFuture<?> send, long deadline) {
+		try {
+			send.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+			return null;
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return ex;
+		}
+		catch (ExecutionException ex) {
+			return (ex.getCause() != null) ? ex.getCause() : ex;
+		}
+		catch (TimeoutException | RuntimeException ex) {
+			return ex;
+		}
+	}
+
+	private static Throwable cause(CompletableFuture<?> failed) {
+		try {
+			failed.join();
+			return new IllegalStateException("not failed");
+		}
+		catch (CompletionException ex) {
+			return (ex.getCause() != null) ? ex.getCause() : ex;
+		}
+		catch (CancellationException ex) {
+			return ex;
+		}
+	}
+
+	private CompletableFuture<SendResult<String, byte[]>> send(OutboxRecord event) {
+		ProducerRecord<String, byte[]> record = new ProducerRecord<>(event.topic(), event.key(), event.payload());
+		event.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
+		record.headers()
+			.add(OutboxRelay.IDEMPOTENCY_KEY_HEADER, event.eventId().toString().getBytes(StandardCharsets.UTF_8));
+		if (event.type() != null) {
+			record.headers().add(OutboxRelay.EVENT_TYPE_HEADER, event.type().getBytes(StandardCharsets.UTF_8));
+		}
+		if (event.aggregateType() != null) {
+			record.headers()
+				.add(OutboxRelay.AGGREGATE_TYPE_HEADER, event.aggregateType().getBytes(StandardCharsets.UTF_8));
+		}
+		try {
+			return this.kafka.send(record);
+		}
+		catch (RuntimeException ex) {
+			return CompletableFuture.failedFuture(ex);
+		}
+	}
+
+	private Failure failure(OutboxRecord event, Throwable ex) {
+		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
+		int attempt = event.attempts() + 1;
+		double backoff = Math.min(this.settings.maxBackoff().toMillis(),
+				this.settings.initialBackoff().toMillis() * Math.pow(this.settings.backoffMultiplier(), attempt - 1));
+		// full jitter around the exponential delay: spreads retries of many events
+		double jittered = backoff * (1 - this.settings.jitter() * ThreadLocalRandom.current().nextDouble());
+		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		String message = (cause != ex) ? ex.getMessage() + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
+				: ex.getClass().getSimpleName() + ": " + ex.getMessage();
+		return new Failure(message.length() > 2000 ? message.substring(0, 2000) : message,
+				Duration.ofMillis((long) jittered), true);
+	}
+
+	private Failure heldBack(String reason, @Nullable Throwable cause) {
+		return new Failure("Held back: " + reason + ((cause != null) ? ": " + cause : ""),
+				this.settings.initialBackoff(), false);
+	}
+
+	/**
+	 * What happened to the events of a batch.
+	 */
+	static final class Outcome {
+
+		/** Ids of the events the broker acknowledged. */
+		final List<Long> sent;
+
+		/** Why the other events were not sent, by id, in the order they were decided. */
+		final Map<Long, Failure> failed = new LinkedHashMap<>();
+
+		Outcome(int size) {
+			this.sent = new ArrayList<>(size);
+		}
+
+	}
+
+}
