@@ -13,6 +13,7 @@ import dev.idempotency.internal.consumer.JacksonStoredResultCodec;
 import dev.idempotency.internal.consumer.LeaseInvoker;
 import dev.idempotency.internal.consumer.LeaseModeValidator;
 import dev.idempotency.internal.consumer.LeaseSettings;
+import dev.idempotency.internal.consumer.TransactionalRows;
 import dev.idempotency.StoredResultCodec;
 import dev.idempotency.internal.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.internal.consumer.IdempotentMethodValidator;
@@ -116,6 +117,10 @@ public final class IdempotencyAutoConfiguration {
 			interceptor.setPollLookup(
 					new JdbcProcessedKeyLookup(new JdbcTemplate(jdbc.dataSource()), properties.store().jdbc().tableName()));
 		}
+		if (store instanceof JdbcProcessedMessageStore jdbc) {
+			interceptor.setTransactionalRows(
+					new TransactionalRows(jdbc.rows(), leaseSettings(properties), resultCodec.getIfUnique()));
+		}
 		return interceptor;
 	}
 
@@ -125,11 +130,14 @@ public final class IdempotencyAutoConfiguration {
 		if (leases == null) {
 			return null;
 		}
-		IdempotencyProperties.Lease lease = properties.lease();
-		LeaseSettings settings = new LeaseSettings(lease.duration(), lease.nonRetryable(),
-				lease.fingerprintMismatch(), lease.maxResultSize().toBytes());
-		return new LeaseInvoker(leases, settings, resultCodec.getIfUnique(),
+		return new LeaseInvoker(leases, leaseSettings(properties), resultCodec.getIfUnique(),
 				() -> leaseLostHandlers.orderedStream().toList());
+	}
+
+	private static LeaseSettings leaseSettings(IdempotencyProperties properties) {
+		IdempotencyProperties.Lease lease = properties.lease();
+		return new LeaseSettings(lease.duration(), lease.nonRetryable(), lease.fingerprintMismatch(),
+				lease.maxResultSize().toBytes());
 	}
 
 	@Bean

@@ -21,6 +21,7 @@ import dev.idempotency.internal.metrics.IdempotencyObservation;
 import dev.idempotency.internal.metrics.IdempotencyObservationContext;
 import dev.idempotency.metrics.Outcome;
 import dev.idempotency.store.Claim;
+import dev.idempotency.internal.store.JdbcClaimRows;
 import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
@@ -77,6 +78,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private final @Nullable ProcessedKeyCache cache;
 
 	private @Nullable JdbcProcessedKeyLookup pollLookup;
+
+	private @Nullable TransactionalRows rows;
 
 	private final Map<Method, Listener> listeners = new ConcurrentHashMap<>();
 
@@ -155,6 +158,16 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		this.pollLookup = pollLookup;
 	}
 
+	/**
+	 * Store payload fingerprints and results with the claims of transactional listeners
+	 * that ask for them.
+	 * @param rows the fingerprints and stored results, or {@code null} when the store has
+	 * none
+	 */
+	public void setTransactionalRows(@Nullable TransactionalRows rows) {
+		this.rows = rows;
+	}
+
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
 		Listener listener = listener(invocation);
@@ -214,6 +227,11 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private @Nullable Object claimAndProceed(MethodInvocation invocation, Listener listener,
 			ConsumerRecord<?, ?> record, ProcessedMessage message, @Nullable Object[] arguments) throws Throwable {
 		ProcessedKeyCache cache = this.cache;
+		TransactionalRows rows = TransactionalRows.readsRow(listener.method().idempotent()) ? rows(listener) : null;
+		if (rows != null) {
+			// the claim must read the duplicate's row: a look-up of the key alone would skip it
+			return claimAndProceed(invocation, listener, record, message, arguments, rows);
+		}
 		if (cache != null && PollPrefetch.isProcessed(cache, this.keyResolver, listener.method(), record,
 				message.scope(), message.key())) {
 			return duplicate(listener, message, arguments, DecisionSource.CACHE);
@@ -263,6 +281,69 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 			acknowledgment.release();
 		}
 		return result;
+	}
+
+	private @Nullable Object claimAndProceed(MethodInvocation invocation, Listener listener,
+			ConsumerRecord<?, ?> record, ProcessedMessage message, @Nullable Object[] arguments,
+			TransactionalRows rows) throws Throwable {
+		LeaseOptions options = rows.options(listener.method());
+		String fingerprint = rows.fingerprint(options, listener.method(), record, arguments);
+		DeferredAcknowledgment acknowledgment = deferAcknowledgment(invocation, listener.method());
+		Object result;
+		try {
+			result = this.transactions.execute((status) -> {
+				long start = System.nanoTime();
+				Claim claim = rows.claim(message, fingerprint);
+				listener.metrics().claim(System.nanoTime() - start);
+				if (!claim.isNew()) {
+					return new DuplicateRow(rows.read(message));
+				}
+				Object returned = proceedUnlessNacked(invocation, listener, acknowledgment, status);
+				if (returned != NACKED && returned != null && options.storeResult()) {
+					rows.storeResult(listener.method(), message, returned);
+				}
+				return returned;
+			});
+		}
+		catch (RuntimeException | Error ex) {
+			throw failed(listener, message, null, original(ex));
+		}
+		ProcessedKeyCache cache = this.cache;
+		if (result instanceof DuplicateRow duplicate) {
+			if (duplicate.row() != null && FingerprintMismatches.differ(fingerprint, duplicate.row().fingerprint())) {
+				return FingerprintMismatches.handle(rows.settings().fingerprintMismatch(), listener.method(),
+						listener.metrics(), message, arguments);
+			}
+			if (cache != null) {
+				cache.markProcessed(message.scope(), message.key());
+			}
+			duplicate(listener, message, arguments, DecisionSource.STORE);
+			return rows.storedResult(options, duplicate.row());
+		}
+		if (result == NACKED || (acknowledgment != null && acknowledgment.isNacked())) {
+			return nacked(listener, message, null, acknowledgment);
+		}
+		if (cache != null) {
+			cache.markProcessed(message.scope(), message.key());
+		}
+		listener.metrics().message(Outcome.PROCESSED, DecisionSource.STORE);
+		if (logger.isDebugEnabled()) {
+			logger.debug("Processed " + describe(message) + " in " + listener.method().name());
+		}
+		if (acknowledgment != null) {
+			acknowledgment.release();
+		}
+		return result;
+	}
+
+	private TransactionalRows rows(Listener listener) {
+		TransactionalRows rows = this.rows;
+		if (rows == null) {
+			throw new IllegalStateException("@Idempotent method " + listener.method().name() + " sets fingerprint, "
+					+ "fingerprintExpression or storeResult, which need the jdbc store; the " + this.store.name()
+					+ " store has none");
+		}
+		return rows;
 	}
 
 	private @Nullable Object proceedUnlessNacked(MethodInvocation invocation, Listener listener,
@@ -453,6 +534,10 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	}
 
 	private record Listener(ListenerMethod method, ListenerMetrics metrics) {
+	}
+
+	// a duplicate claim of a listener that reads its row: what the row held
+	private record DuplicateRow(JdbcClaimRows.@Nullable Row row) {
 	}
 
 	static final class CheckedListenerException extends RuntimeException {

@@ -14,12 +14,10 @@ import java.util.function.Supplier;
 
 import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyContext;
-import dev.idempotency.IdempotencyFingerprintMismatchException;
 import dev.idempotency.IdempotencyKeyInProgressException;
 import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.LeaseLostHandler.LostLease;
-import dev.idempotency.FingerprintMismatchPolicy;
 import dev.idempotency.internal.key.Fingerprints;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
@@ -82,8 +80,7 @@ public final class LeaseInvoker {
 		long start = System.nanoTime();
 		LeaseClaim claim = this.store.claim(message, options.lease(), fingerprint);
 		metrics.claim(System.nanoTime() - start);
-		if (claim.state() != LeaseClaim.State.ACQUIRED && fingerprint != null && claim.fingerprint() != null
-				&& !fingerprint.equals(claim.fingerprint())) {
+		if (claim.state() != LeaseClaim.State.ACQUIRED && FingerprintMismatches.differ(fingerprint, claim.fingerprint())) {
 			return mismatch(method, metrics, message, arguments);
 		}
 		switch (claim.state()) {
@@ -235,17 +232,7 @@ public final class LeaseInvoker {
 
 	private @Nullable Object mismatch(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message,
 			@Nullable Object[] arguments) {
-		FingerprintMismatchPolicy policy = this.settings.fingerprintMismatch();
-		metrics.fingerprintMismatch(policy.name().toLowerCase(java.util.Locale.ROOT));
-		metrics.message(Outcome.REJECTED, DecisionSource.STORE);
-		String text = "Record " + describe(message) + " for " + method.name() + " carries a key that was claimed "
-				+ "for another payload (the fingerprints differ): a client error, not a duplicate";
-		if (policy == FingerprintMismatchPolicy.REJECT) {
-			throw new IdempotencyFingerprintMismatchException(text);
-		}
-		logger.warn(text + "; skipped (idempotency.lease.fingerprint-mismatch=warn)");
-		IdempotentListenerInterceptor.acknowledge(method, arguments);
-		return null;
+		return FingerprintMismatches.handle(this.settings.fingerprintMismatch(), method, metrics, message, arguments);
 	}
 
 	private @Nullable Function<Object, byte[]> json() {

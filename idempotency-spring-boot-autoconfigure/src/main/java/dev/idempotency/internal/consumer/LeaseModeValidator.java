@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.function.BooleanSupplier;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
 
 import org.springframework.aop.support.AopUtils;
@@ -21,10 +22,11 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.annotation.AnnotationUtils;
 
 /**
- * Stops the application context at start-up when an {@code @Idempotent(mode = LEASE)}
- * method asks for what the application cannot give it: lease claims on a store that has
- * none (the Redis-only store), or stored results without a JSON mapper. The message names
- * the method.
+ * Stops the application context at start-up when an {@code @Idempotent} method asks for
+ * what the application cannot give it: lease claims on a store that has none (the
+ * Redis-only store), fingerprints or stored results of the transactional mode on another
+ * store than the jdbc one, or stored results without a JSON mapper. The message names the
+ * method.
  */
 public final class LeaseModeValidator implements BeanPostProcessor, SmartInitializingSingleton {
 
@@ -35,6 +37,8 @@ public final class LeaseModeValidator implements BeanPostProcessor, SmartInitial
 	private final List<String> leaseMethods = new ArrayList<>();
 
 	private final List<String> resultMethods = new ArrayList<>();
+
+	private final List<String> rowMethods = new ArrayList<>();
 
 	/**
 	 * Create a validator.
@@ -57,12 +61,15 @@ public final class LeaseModeValidator implements BeanPostProcessor, SmartInitial
 					.findMergedAnnotation(method, Idempotent.class));
 		methods.forEach((method, idempotent) -> {
 			String name = "'" + beanName + "' " + targetClass.getName() + "." + method.getName();
-			if (idempotent.mode() == Idempotent.Mode.LEASE) {
-				synchronized (this.leaseMethods) {
+			synchronized (this.leaseMethods) {
+				if (idempotent.mode() == Idempotent.Mode.LEASE) {
 					this.leaseMethods.add(name);
-					if (idempotent.storeResult()) {
-						this.resultMethods.add(name);
-					}
+				}
+				else if (TransactionalRows.readsRow(idempotent)) {
+					this.rowMethods.add(name);
+				}
+				if (idempotent.storeResult()) {
+					this.resultMethods.add(name);
 				}
 			}
 		});
@@ -72,11 +79,16 @@ public final class LeaseModeValidator implements BeanPostProcessor, SmartInitial
 	@Override
 	public void afterSingletonsInstantiated() {
 		synchronized (this.leaseMethods) {
-			if (this.leaseMethods.isEmpty()) {
+			if (this.leaseMethods.isEmpty() && this.rowMethods.isEmpty()) {
 				return;
 			}
 			ProcessedMessageStore store = this.store.getIfUnique();
-			if (store != null && store.leases() == null) {
+			if (store != null && !this.rowMethods.isEmpty() && !(store instanceof JdbcProcessedMessageStore)) {
+				throw new BeanInitializationException("@Idempotent methods " + this.rowMethods + " set fingerprint, "
+						+ "fingerprintExpression or storeResult, which the " + store.name() + " store does not "
+						+ "support: use the jdbc store (idempotency.store.type=jdbc), or remove them");
+			}
+			if (store != null && !this.leaseMethods.isEmpty() && store.leases() == null) {
 				throw new BeanInitializationException("@Idempotent(mode = LEASE) methods " + this.leaseMethods
 						+ " need lease claims with fencing tokens, which the " + store.name() + " store does not "
 						+ "support (fingerprints and stored results neither): use the jdbc store "

@@ -14,7 +14,8 @@ import org.springframework.boot.convert.DurationStyle;
 import org.springframework.expression.Expression;
 
 /**
- * The lease-mode options of one listener method, from its annotation and the settings.
+ * The lease-mode options of one listener method, from its annotation and the settings;
+ * the fingerprint and stored result apply to the transactional mode too.
  *
  * @param lease the lease of each claim
  * @param nonRetryable exception types that mark the claim {@code FAILED}
@@ -39,7 +40,8 @@ record LeaseOptions(Duration lease, List<Class<? extends Throwable>> nonRetryabl
 	}
 
 	/**
-	 * Check the lease-mode attributes of an annotation, for the start-up checks of
+	 * Check the lease-mode attributes of an annotation, and the fingerprint and stored
+	 * result of either mode, for the start-up checks of
 	 * {@link ListenerMethod#describe}.
 	 * @param idempotent the annotation
 	 * @param display the method, for the message
@@ -48,15 +50,17 @@ record LeaseOptions(Duration lease, List<Class<? extends Throwable>> nonRetryabl
 	 */
 	static void check(Idempotent idempotent, java.lang.reflect.Method method, String display, boolean batch) {
 		if (idempotent.mode() != Idempotent.Mode.LEASE) {
-			if (!idempotent.lease().isEmpty() || idempotent.nonRetryable().length > 0 || idempotent.fingerprint()
-					|| !idempotent.fingerprintExpression().isEmpty() || idempotent.storeResult()) {
-				throw new IllegalStateException("@Idempotent method " + display + " sets lease, nonRetryable, "
-						+ "fingerprint, fingerprintExpression or storeResult, which apply to mode = LEASE only; "
-						+ "set mode = Idempotent.Mode.LEASE or remove them");
+			if (!idempotent.lease().isEmpty() || idempotent.nonRetryable().length > 0) {
+				throw new IllegalStateException("@Idempotent method " + display + " sets lease or nonRetryable, "
+						+ "which apply to mode = LEASE only; set mode = Idempotent.Mode.LEASE or remove them");
 			}
-			return;
+			if (batch && TransactionalRows.readsRow(idempotent)) {
+				throw new IllegalStateException("@Idempotent method " + display + " takes a batch of records, and "
+						+ "fingerprint, fingerprintExpression and storeResult are supported on record listeners "
+						+ "only: take one record, or remove them");
+			}
 		}
-		if (batch) {
+		else if (batch) {
 			throw new IllegalStateException("@Idempotent method " + display + " takes a batch of records, and "
 					+ "mode = LEASE is supported on record listeners only: take one record, or use the "
 					+ "transactional mode");

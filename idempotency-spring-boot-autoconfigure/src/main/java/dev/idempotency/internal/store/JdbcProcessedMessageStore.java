@@ -20,6 +20,8 @@ import java.util.TreeMap;
 
 import javax.sql.DataSource;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -47,8 +49,9 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	private static final String CLAIM = """
 			WITH settings AS (
 			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			SELECT ?, ?, ?, ?, ?, now() FROM settings
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at,
+			    fingerprint)
+			SELECT ?, ?, ?, ?, ?, now(), ? FROM settings
 			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
 			RETURNING (SELECT set_config('lock_timeout', previous, true) FROM settings)
 			""";
@@ -92,6 +95,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private final JdbcLeaseStore leases;
 
+	private final JdbcClaimRows rows;
+
 	/**
 	 * Create a store on the given table.
 	 * @param jdbcTemplate the template on the application's {@code DataSource}
@@ -107,6 +112,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.unclaimSql = UNCLAIM.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
 		this.leases = new JdbcLeaseStore(jdbcTemplate, table);
+		this.rows = new JdbcClaimRows(this, jdbcTemplate, table);
 		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
 		this.lockTimeout = (lockTimeout.isZero() || lockTimeout.isNegative()) ? "0"
 				: Long.toString(Math.max(1, lockTimeout.toMillis()));
@@ -114,10 +120,21 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	@Override
 	public Claim claim(ProcessedMessage message) {
+		return claim(message, null);
+	}
+
+	/**
+	 * Claim a key and store a payload fingerprint with it, for {@link JdbcClaimRows}.
+	 * @param message the message to claim
+	 * @param fingerprint the fingerprint, or {@code null} for none
+	 * @return whether the key was new
+	 */
+	Claim claim(ProcessedMessage message, @Nullable String fingerprint) {
 		requireTransaction();
 		try {
 			Boolean inserted = this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout,
-					message.scope(), message.key(), message.topic(), message.partition(), message.offset());
+					message.scope(), message.key(), message.topic(), message.partition(), message.offset(),
+					fingerprint);
 			return Boolean.TRUE.equals(inserted) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
@@ -223,7 +240,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		return this.dataSource;
 	}
 
-	private void requireTransaction() {
+	void requireTransaction() {
 		// Without a connection of this DataSource bound to the transaction, JdbcTemplate would
 		// take a connection of its own in auto-commit mode: the claim would commit at once,
 		// apart from the listener's work.
@@ -250,6 +267,15 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	@Override
 	public LeaseStore leases() {
 		return this.leases;
+	}
+
+	/**
+	 * Return the fingerprints and stored results of transactional claims on the same table,
+	 * whose statements run in the listener's transaction.
+	 * @return the claim rows
+	 */
+	public JdbcClaimRows rows() {
+		return this.rows;
 	}
 
 	@Override

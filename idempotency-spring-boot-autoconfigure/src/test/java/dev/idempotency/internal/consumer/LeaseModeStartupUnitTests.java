@@ -36,9 +36,57 @@ class LeaseModeStartupUnitTests {
 	@Test
 	void refusesLeaseAttributesInTheTransactionalMode() {
 		assertThatExceptionOfType(BeanInitializationException.class)
-			.isThrownBy(() -> this.validator.postProcessAfterInitialization(new TransactionalWithResult(), "tx"))
-			.withMessageContaining("TransactionalWithResult.on")
+			.isThrownBy(() -> this.validator.postProcessAfterInitialization(new TransactionalWithLease(), "tx"))
+			.withMessageContaining("TransactionalWithLease.on")
 			.withMessageContaining("apply to mode = LEASE only");
+	}
+
+	@Test
+	void acceptsFingerprintsAndStoredResultsInTheTransactionalMode() {
+		assertThatNoException()
+			.isThrownBy(() -> this.validator.postProcessAfterInitialization(new TransactionalWithResult(), "tx"));
+	}
+
+	@Test
+	void refusesFingerprintsAndStoredResultsOnATransactionalBatchListener() {
+		assertThatExceptionOfType(BeanInitializationException.class)
+			.isThrownBy(() -> this.validator.postProcessAfterInitialization(new BatchWithResult(), "batch"))
+			.withMessageContaining("BatchWithResult.on")
+			.withMessageContaining("supported on record listeners only");
+	}
+
+	@Test
+	void refusesAStoredResultOfAVoidMethodInTheTransactionalMode() {
+		assertThatExceptionOfType(BeanInitializationException.class)
+			.isThrownBy(() -> this.validator.postProcessAfterInitialization(new TransactionalVoidResult(), "void"))
+			.withMessageContaining("TransactionalVoidResult.on")
+			.withMessageContaining("returns void");
+	}
+
+	@Test
+	void refusesTransactionalFingerprintsAndStoredResultsOnAnotherStoreThanJdbc() {
+		DefaultListableBeanFactory beans = new DefaultListableBeanFactory();
+		beans.registerSingleton("store", new NoLeases());
+		LeaseModeValidator validator = new LeaseModeValidator(beans.getBeanProvider(ProcessedMessageStore.class),
+				() -> true);
+		validator.postProcessAfterInitialization(new TransactionalWithResult(), "tx");
+		assertThatExceptionOfType(BeanInitializationException.class)
+			.isThrownBy(validator::afterSingletonsInstantiated)
+			.withMessageContaining("TransactionalWithResult.on")
+			.withMessageContaining("which the no-leases store does not support")
+			.withMessageContaining("idempotency.store.type=jdbc");
+	}
+
+	@Test
+	void refusesTransactionalStoredResultsWithoutAJsonMapper() {
+		DefaultListableBeanFactory beans = new DefaultListableBeanFactory();
+		LeaseModeValidator validator = new LeaseModeValidator(beans.getBeanProvider(ProcessedMessageStore.class),
+				() -> false);
+		validator.postProcessAfterInitialization(new TransactionalWithResult(), "tx");
+		assertThatExceptionOfType(BeanInitializationException.class)
+			.isThrownBy(validator::afterSingletonsInstantiated)
+			.withMessageContaining("TransactionalWithResult.on")
+			.withMessageContaining("Jackson");
 	}
 
 	@Test
@@ -96,12 +144,40 @@ class LeaseModeStartupUnitTests {
 
 	}
 
+	static class TransactionalWithLease {
+
+		@KafkaListener(topics = "t")
+		@Idempotent(lease = "30s")
+		public void on(String value) {
+		}
+
+	}
+
 	static class TransactionalWithResult {
 
 		@KafkaListener(topics = "t")
-		@Idempotent(storeResult = true)
+		@Idempotent(storeResult = true, fingerprint = true)
 		public String on(String value) {
 			return value;
+		}
+
+	}
+
+	static class BatchWithResult {
+
+		@KafkaListener(topics = "t", batch = "true")
+		@Idempotent(storeResult = true)
+		public String on(List<ConsumerRecord<String, String>> records) {
+			return "";
+		}
+
+	}
+
+	static class TransactionalVoidResult {
+
+		@KafkaListener(topics = "t")
+		@Idempotent(fingerprint = true, storeResult = true)
+		public void on(String value) {
 		}
 
 	}
