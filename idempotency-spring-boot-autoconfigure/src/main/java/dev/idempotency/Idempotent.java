@@ -76,16 +76,17 @@ public @interface Idempotent {
 	Class<? extends Throwable>[] nonRetryable() default {};
 
 	/**
-	 * In {@link Mode#LEASE}: whether to store a SHA-256 fingerprint of the record value
-	 * with the claim, so that a record with a known key but another payload is told from a
-	 * duplicate (see {@code idempotency.lease.fingerprint-mismatch}).
+	 * Whether to store a SHA-256 fingerprint of the record value with the claim, so that a
+	 * record with a known key but another payload is told from a duplicate (see
+	 * {@code idempotency.lease.fingerprint-mismatch}). In either mode, on the jdbc store and
+	 * record listeners only.
 	 * @return whether to fingerprint the payload
 	 */
 	boolean fingerprint() default false;
 
 	/**
-	 * In {@link Mode#LEASE}: SpEL expression whose value (as a string) is fingerprinted
-	 * instead of the whole record value, with the same root object as {@link #key()}.
+	 * SpEL expression whose value (as a string) is fingerprinted instead of the whole record
+	 * value, with the same root object as {@link #key()}.
 	 * Example: {@code "payload.amount + '/' + payload.currency"}. Setting it implies
 	 * {@link #fingerprint()}.
 	 * @return the fingerprint expression, or an empty string
@@ -93,10 +94,11 @@ public @interface Idempotent {
 	String fingerprintExpression() default "";
 
 	/**
-	 * In {@link Mode#LEASE}: whether to store the method's return value as JSON with the
-	 * claim, so that a duplicate returns the stored value instead of {@code null} and a
-	 * {@code @SendTo} reply is the same each time. The value must fit in
-	 * {@code idempotency.lease.max-result-size}.
+	 * Whether to store the method's return value as JSON with the claim, so that a
+	 * duplicate returns the stored value instead of {@code null} and a {@code @SendTo}
+	 * reply is the same each time. In either mode (in the transactional mode the result
+	 * commits with the claim and the method's work), on the jdbc store and record listeners
+	 * only. The value must fit in {@code idempotency.lease.max-result-size}.
 	 * @return whether to store the result
 	 */
 	boolean storeResult() default false;

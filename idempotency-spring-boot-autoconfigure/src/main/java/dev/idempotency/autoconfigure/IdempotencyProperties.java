@@ -113,10 +113,12 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * is never processed again; added to each annotation's nonRetryable.
 	 * @param fingerprintMismatch What to do with a record whose key was claimed for a
 	 * payload with another fingerprint: "reject" it with a non-retryable exception (to the
-	 * recoverer, such as a dead-letter topic), or "warn", count and skip it.
+	 * recoverer, such as a dead-letter topic), or "warn", count and skip it. Applies to
+	 * fingerprinting listeners of both modes.
 	 * @param maxResultSize Largest stored result (the JSON of a storeResult method's return
-	 * value). A larger one completes the claim without the result and fails the record
-	 * with a non-retryable exception.
+	 * value), in both modes. A larger one fails the record with a non-retryable exception:
+	 * in lease mode after completing the claim without the result, in the transactional
+	 * mode by rolling back the claim and the listener's work.
 	 */
 	public record Lease(@DefaultValue("1m") Duration duration,
 			@DefaultValue List<Class<? extends Throwable>> nonRetryable,

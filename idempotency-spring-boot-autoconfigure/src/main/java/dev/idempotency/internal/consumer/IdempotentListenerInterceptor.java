@@ -50,7 +50,10 @@ import org.springframework.transaction.support.TransactionOperations;
  * returns normally, so its offset is committed. Each invocation is an
  * {@link IdempotencyObservation#LISTENER} observation unless the registry is a no-op.
  * Listeners in {@code mode = LEASE} are handed to the {@link LeaseInvoker} once their key
- * is resolved.
+ * is resolved. Transactional listeners with a payload fingerprint or a stored result skip
+ * the cache and the poll's look-up: their claim stores the fingerprint, a duplicate claim
+ * reads the row back (see {@link TransactionalRows}), and the result is written before the
+ * transaction commits.
  */
 public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
