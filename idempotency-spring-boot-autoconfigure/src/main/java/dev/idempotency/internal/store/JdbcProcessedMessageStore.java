@@ -49,6 +49,17 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	private static final String CLAIM = """
 			WITH settings AS (
 			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, ?, ?, ?, ?, now() FROM settings
+			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			RETURNING (SELECT set_config('lock_timeout', previous, true) FROM settings)
+			""";
+
+	// the same, with a payload fingerprint (a column of the lease migration, which only
+	// fingerprinting listeners need)
+	private static final String CLAIM_FINGERPRINTED = """
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
 			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at,
 			    fingerprint)
 			SELECT ?, ?, ?, ?, ?, now(), ? FROM settings
@@ -85,6 +96,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private final String claimSql;
 
+	private final String claimFingerprintedSql;
+
 	private final String existsSql;
 
 	private final String claimAllSql;
@@ -108,6 +121,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.jdbcTemplate = jdbcTemplate;
 		this.dataSource = Objects.requireNonNull(jdbcTemplate.getDataSource(), "jdbcTemplate has no DataSource");
 		this.claimSql = CLAIM.formatted(table.qualified());
+		this.claimFingerprintedSql = CLAIM_FINGERPRINTED.formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
 		this.unclaimSql = UNCLAIM.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
@@ -132,9 +146,12 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	Claim claim(ProcessedMessage message, @Nullable String fingerprint) {
 		requireTransaction();
 		try {
-			Boolean inserted = this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout,
-					message.scope(), message.key(), message.topic(), message.partition(), message.offset(),
-					fingerprint);
+			Boolean inserted = (fingerprint != null)
+					? this.jdbcTemplate.query(this.claimFingerprintedSql, ResultSet::next, this.lockTimeout,
+							message.scope(), message.key(), message.topic(), message.partition(), message.offset(),
+							fingerprint)
+					: this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout, message.scope(),
+							message.key(), message.topic(), message.partition(), message.offset());
 			return Boolean.TRUE.equals(inserted) ? Claim.NEW : Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
