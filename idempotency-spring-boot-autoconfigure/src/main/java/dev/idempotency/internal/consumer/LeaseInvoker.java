@@ -146,13 +146,13 @@ public final class LeaseInvoker {
 		}
 		boolean completed;
 		try {
-			completed = this.store.complete(message, token, json);
+			completed = completeWhileLeased(message, token, json, options.lease());
 		}
 		catch (RuntimeException ex) {
 			// the work is done: sending the record back would run it again once the lease expired
 			logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
-					+ " after its work was done; it stays IN_PROGRESS, and a redelivery after its lease expired "
-					+ "would process it again: " + ex);
+					+ " after its work was done, retrying for its lease of " + options.lease() + "; it stays "
+					+ "IN_PROGRESS, and a redelivery after its lease expired would process it again: " + ex);
 			completed = true;
 		}
 		if (completed) {
@@ -172,6 +172,38 @@ public final class LeaseInvoker {
 			throw tooLarge;
 		}
 		return result;
+	}
+
+	/**
+	 * Complete the claim, retrying a completion the database failed (a connection reset, a
+	 * restart) for as long as the lease lasts: the work is done, and an incomplete claim
+	 * would be taken over and run again once its lease expired. Completion is fenced on
+	 * the token and may be repeated, so a retry after a commit whose answer was lost still
+	 * counts as completed.
+	 */
+	private boolean completeWhileLeased(ProcessedMessage message, long token, @Nullable String json,
+			java.time.Duration lease) {
+		long deadline = System.nanoTime() + lease.toNanos();
+		long backoffMillis = 100;
+		while (true) {
+			try {
+				return this.store.complete(message, token, json);
+			}
+			catch (RuntimeException ex) {
+				if (!InfrastructureFailures.isInfrastructureFailure(ex)
+						|| System.nanoTime() + backoffMillis * 1_000_000 >= deadline) {
+					throw ex;
+				}
+				try {
+					Thread.sleep(backoffMillis);
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
+					throw ex;
+				}
+				backoffMillis = Math.min(backoffMillis * 2, 5_000);
+			}
+		}
 	}
 
 	private Throwable failed(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message, long token,

@@ -118,17 +118,19 @@ public final class OutboxRelay implements SmartLifecycle {
 		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
 		long acknowledged = System.nanoTime();
 		this.repository.complete(outcome.sent, this.owner, this.settings.deleteSent());
-		List<Long> dead = this.repository.fail(outcome.failed, this.owner, this.settings.maxAttempts());
 		if (!outcome.failed.isEmpty()) {
 			logger.warn(outcome.failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
 					+ "retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
-			// All sends of the batch have completed: start the next attempt on a fresh
-			// producer, in case this one is in a state it cannot leave (a fatal error, a
-			// replaced cluster).
+			// Start the next attempt on a fresh producer, in case this one is in a state it
+			// cannot leave (a fatal error, a replaced cluster). Closed before the failures
+			// give the events back: a send that timed out here may still be in this
+			// producer's queue, and must not reach the broker after the next claimant
+			// sent the events behind it.
 			if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 				producers.reset();
 			}
 		}
+		List<Long> dead = this.repository.fail(outcome.failed, this.owner, this.settings.maxAttempts());
 		if (logger.isDebugEnabled()) {
 			long done = System.nanoTime();
 			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "

@@ -280,6 +280,17 @@ public final class OutboxRepository {
 			attempted[i] = failure.attempted();
 		}
 		List<Long> dead = new ArrayList<>();
+		// In the claim's turn: a claim running meanwhile would find these events locked by
+		// this update, skip them and claim the later events of their keys.
+		this.transactions.executeWithoutResult((status) -> {
+			takeClaimTurn();
+			recordFailures(ids, errors, delays, attempted, owner, maxAttempts, dead);
+		});
+		return dead;
+	}
+
+	private void recordFailures(Long[] ids, String[] errors, Double[] delays, Boolean[] attempted, String owner,
+			int maxAttempts, List<Long> dead) {
 		this.jdbc.query((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.failSql);
 			statement.setInt(1, maxAttempts);
@@ -294,11 +305,15 @@ public final class OutboxRepository {
 				dead.add(row.getLong(1));
 			}
 		});
-		return dead;
 	}
 
 	int release(String owner) {
-		return this.jdbc.update(this.releaseSql, owner);
+		// in the claim's turn, as a failure is recorded
+		Integer released = this.transactions.execute((status) -> {
+			takeClaimTurn();
+			return this.jdbc.update(this.releaseSql, owner);
+		});
+		return (released != null) ? released : 0;
 	}
 
 	/**

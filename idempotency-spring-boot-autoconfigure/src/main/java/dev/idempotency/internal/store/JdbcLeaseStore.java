@@ -57,7 +57,8 @@ final class JdbcLeaseStore implements LeaseStore {
 
 	private static final String COMPLETE = """
 			UPDATE %s SET status = 'COMPLETED', processed_at = now(), lease_until = NULL, result = CAST(? AS jsonb)
-			WHERE consumer_group = ? AND idempotency_key = ? AND status = 'IN_PROGRESS' AND fencing_token = ?
+			WHERE consumer_group = ? AND idempotency_key = ? AND status IN ('IN_PROGRESS', 'COMPLETED')
+			AND fencing_token = ?
 			""";
 
 	private static final String RELEASE = """

@@ -1,5 +1,8 @@
 package dev.idempotency.internal.store;
 
+import dev.idempotency.IdempotencyClaimFailedException;
+import dev.idempotency.IdempotencyKeyInProgressException;
+
 import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
@@ -84,6 +87,13 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
 
+	// A key held by a lease-mode claim of the same scope, in progress or failed, is not a
+	// processed message: read only after a claim found its key taken.
+	private static final String LEASED = """
+			SELECT idempotency_key, status FROM %s
+			WHERE consumer_group = ? AND idempotency_key = ANY(?) AND status IN ('IN_PROGRESS', 'FAILED')
+			""";
+
 	private static final String UNCLAIM = """
 			DELETE FROM %s WHERE consumer_group = ? AND idempotency_key = ANY(?)
 			""";
@@ -103,6 +113,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	private final String claimAllSql;
 
 	private final String unclaimSql;
+
+	private final String leasedSql;
 
 	private final String lockTimeout;
 
@@ -124,6 +136,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.claimFingerprintedSql = CLAIM_FINGERPRINTED.formatted(table.qualified());
 		this.existsSql = EXISTS.formatted(table.qualified());
 		this.unclaimSql = UNCLAIM.formatted(table.qualified());
+		this.leasedSql = LEASED.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
 		this.leases = new JdbcLeaseStore(jdbcTemplate, table);
 		this.rows = new JdbcClaimRows(this, jdbcTemplate, table);
@@ -152,7 +165,11 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 							fingerprint)
 					: this.jdbcTemplate.query(this.claimSql, ResultSet::next, this.lockTimeout, message.scope(),
 							message.key(), message.topic(), message.partition(), message.offset());
-			return Boolean.TRUE.equals(inserted) ? Claim.NEW : Claim.DUPLICATE;
+			if (Boolean.TRUE.equals(inserted)) {
+				return Claim.NEW;
+			}
+			requireNotLeased(message.scope(), List.of(message));
+			return Claim.DUPLICATE;
 		}
 		catch (DataAccessException ex) {
 			throw translated(ex, message.scope(), message);
@@ -175,8 +192,14 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			byScope.computeIfAbsent(message.scope(), (scope) -> new ArrayList<>()).add(message);
 		}
 		Set<String> inserted = new HashSet<>();
-		byScope.forEach((scope, scoped) -> insertAll(scope, scoped)
-			.forEach((key) -> inserted.add(scope + '\0' + key)));
+		byScope.forEach((scope, scoped) -> {
+			List<String> insertedKeys = insertAll(scope, scoped);
+			if (insertedKeys.size() < scoped.size()) {
+				Set<String> taken = new HashSet<>(insertedKeys);
+				requireNotLeased(scope, scoped.stream().filter((message) -> !taken.contains(message.key())).toList());
+			}
+			insertedKeys.forEach((key) -> inserted.add(scope + '\0' + key));
+		});
 		List<Claim> claims = new ArrayList<>(messages.size());
 		for (ProcessedMessage message : messages) {
 			// remove: a later occurrence of the same key in the batch is a duplicate
@@ -236,6 +259,36 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			return statement;
 		}));
 		return true;
+	}
+
+	/**
+	 * Refuse to count as duplicates keys that a lease-mode claim of the same scope holds:
+	 * one in progress may still be released (the record waits and is retried, as a
+	 * lease-mode redelivery does), one marked failed goes to the recoverer.
+	 */
+	private void requireNotLeased(String scope, List<ProcessedMessage> duplicates) {
+		if (duplicates.isEmpty()) {
+			return;
+		}
+		Map<String, ProcessedMessage> byKey = new LinkedHashMap<>();
+		duplicates.forEach((message) -> byKey.putIfAbsent(message.key(), message));
+		List<Map.Entry<String, String>> leased = this.jdbcTemplate.query((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.leasedSql);
+			statement.setString(1, scope);
+			statement.setArray(2, connection.createArrayOf("varchar", byKey.keySet().toArray()));
+			return statement;
+		}, (row, rowNum) -> Map.entry(row.getString(1), row.getString(2)));
+		for (Map.Entry<String, String> lease : leased) {
+			ProcessedMessage message = byKey.get(lease.getKey());
+			String record = (message != null) ? RecordCoordinates.describe(message) : "?";
+			if ("FAILED".equals(lease.getValue())) {
+				throw new IdempotencyClaimFailedException("Key '" + lease.getKey() + "' in scope '" + scope
+						+ "' was marked FAILED by a lease-mode listener of the same scope (record " + record
+						+ "); delete its row to process it again");
+			}
+			throw new IdempotencyKeyInProgressException("Key '" + lease.getKey() + "' in scope '" + scope
+					+ "' is held by a lease-mode claim in progress (record " + record + "); retry later");
+		}
 	}
 
 	private DataAccessException translated(DataAccessException ex, String scope, ProcessedMessage example) {

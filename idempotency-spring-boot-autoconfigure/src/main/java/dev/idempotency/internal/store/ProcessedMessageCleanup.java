@@ -24,9 +24,13 @@ public final class ProcessedMessageCleanup implements SmartLifecycle {
 
 	private static final int BATCH = 10_000;
 
+	// A lease-mode claim in progress is kept while its lease lasts, however old: deleted, its
+	// key could be claimed again while its first consumer still works on it.
 	private static final String DELETE = """
 			DELETE FROM %1$s WHERE ctid = ANY (ARRAY (
-			    SELECT ctid FROM %1$s WHERE processed_at < now() - make_interval(secs => ?) LIMIT ?))
+			    SELECT ctid FROM %1$s WHERE processed_at < now() - make_interval(secs => ?)
+			      AND (status IS DISTINCT FROM 'IN_PROGRESS' OR lease_until < now())
+			    LIMIT ?))
 			""";
 
 	private final JdbcTemplate jdbcTemplate;

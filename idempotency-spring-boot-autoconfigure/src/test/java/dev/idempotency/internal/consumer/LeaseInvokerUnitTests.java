@@ -41,10 +41,19 @@ class LeaseInvokerUnitTests {
 	private final FakeLeases leases = new FakeLeases();
 
 	@Test
+	void completionThatFailsOnTheDatabaseIsRetriedWhileTheLeaseLasts() {
+		this.leases.completionFailure = new DataAccessResourceFailureException("connection reset");
+		this.leases.completionFailuresLeft = 2;
+		Listener listener = proxy();
+		assertThat(listener.on(keyed("r"))).isEqualTo("done 7");
+		assertThat(this.leases.calls).containsExactly("claim r", "complete r 7");
+	}
+
+	@Test
 	void failedCompletionAfterTheWorkIsLoggedAndTheRecordAcknowledged() {
 		this.leases.completionFailure = new DataAccessResourceFailureException("connection reset");
 		Listener listener = proxy();
-		assertThat(listener.on(keyed("a"))).isEqualTo("done 7");
+		assertThat(listener.onShortLease(keyed("a"))).isEqualTo("done 7");
 		assertThat(this.registry.get("idempotency.messages").tags("outcome", "processed").counter().count())
 			.isEqualTo(1);
 	}
@@ -97,6 +106,12 @@ class LeaseInvokerUnitTests {
 		}
 
 		@KafkaListener(topics = "payments", groupId = "gateway")
+		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "1s")
+		public String onShortLease(ConsumerRecord<String, String> record) {
+			return "done " + IdempotencyContext.fencingToken();
+		}
+
+		@KafkaListener(topics = "payments", groupId = "gateway")
 		@Idempotent(mode = Idempotent.Mode.LEASE, nonRetryable = IllegalArgumentException.class)
 		public void wrapped(ConsumerRecord<String, String> record) {
 			throw new IllegalStateException("gateway answered 400", new IllegalArgumentException("card"));
@@ -116,6 +131,8 @@ class LeaseInvokerUnitTests {
 
 		@Nullable RuntimeException completionFailure;
 
+		int completionFailuresLeft = Integer.MAX_VALUE;
+
 		@Override
 		public LeaseClaim claim(ProcessedMessage message, Duration lease, @Nullable String fingerprint) {
 			this.calls.add("claim " + message.key());
@@ -124,7 +141,8 @@ class LeaseInvokerUnitTests {
 
 		@Override
 		public boolean complete(ProcessedMessage message, long fencingToken, @Nullable String result) {
-			if (this.completionFailure != null) {
+			if (this.completionFailure != null && this.completionFailuresLeft > 0) {
+				this.completionFailuresLeft--;
 				throw this.completionFailure;
 			}
 			this.calls.add("complete " + message.key() + " " + fencingToken);

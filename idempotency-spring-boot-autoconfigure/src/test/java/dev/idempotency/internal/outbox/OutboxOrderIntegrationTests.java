@@ -91,6 +91,26 @@ class OutboxOrderIntegrationTests {
 	}
 
 	@Test
+	void aFailureAndAReleaseWaitForAClaimInProgressSoItCannotSkipTheEventTheyUnlock() throws Exception {
+		String key = "failing-" + UUID.randomUUID();
+		publish(key, "first");
+		List<OutboxRecord> claimed = repository.claim("relay-a", LEASE);
+		CompletableFuture<List<Long>> failed;
+		CompletableFuture<Integer> released;
+		// relay b holds the claim turn: relay a's failure record and release wait for it,
+		// so that b's claim never sees the first event locked by them and skips it
+		try (OpenTransaction turn = OpenTransaction.begin(transactions, jdbc, repository::takeClaimTurn)) {
+			failed = CompletableFuture.supplyAsync(() -> repository.fail(
+					Map.of(claimed.get(0).id(), new Failure("boom", Duration.ofMillis(1), true)), "relay-a", 5));
+			released = CompletableFuture.supplyAsync(() -> repository.release("relay-a"));
+			await().atMost(Duration.ofSeconds(10)).until(() -> failed.isDone() || turn.blocksAnother());
+			assertThat(failed).as("a failure record while a claim holds the turn").isNotDone();
+		}
+		assertThat(failed.get(10, TimeUnit.SECONDS)).isEmpty();
+		assertThat(released.get(10, TimeUnit.SECONDS)).isZero();
+	}
+
+	@Test
 	void aTransactionPublishingForAKeyWaitsForAnOpenTransactionThatPublishedForItSoIdsFollowCommitOrder()
 			throws Exception {
 		String key = "concurrent-" + UUID.randomUUID();

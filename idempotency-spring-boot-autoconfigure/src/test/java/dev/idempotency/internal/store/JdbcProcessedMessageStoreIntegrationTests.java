@@ -34,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 
 /**
- * {@link JdbcProcessedMessageStore} on a real PostgreSQL, with the shipped migration.
+ * {@link JdbcProcessedMessageStore} on a real PostgreSQL, with the shipped migrations of its table.
  */
 class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreContractTests {
 
@@ -54,11 +54,12 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		dataSource.setUsername(postgres.username());
 		dataSource.setPassword(postgres.password());
 		dataSource.setMaximumPoolSize(12);
-		String migration = new ClassPathResource("db/idempotency/postgresql/V1__processed_messages.sql")
-			.getContentAsString(StandardCharsets.UTF_8)
-			.replace("${processed_messages_table}", TABLE.qualified())
-			.replace("${processed_messages_table_name}", TABLE.table());
-		new JdbcTemplate(dataSource).execute(migration);
+		for (String migration : new String[] { "V1__processed_messages.sql", "V3__lease_claims.sql" }) {
+			new JdbcTemplate(dataSource).execute(new ClassPathResource("db/idempotency/postgresql/" + migration)
+				.getContentAsString(StandardCharsets.UTF_8)
+				.replace("${processed_messages_table}", TABLE.qualified())
+				.replace("${processed_messages_table_name}", TABLE.table()));
+		}
 		store = store(dataSource, Duration.ofSeconds(5));
 		transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 	}

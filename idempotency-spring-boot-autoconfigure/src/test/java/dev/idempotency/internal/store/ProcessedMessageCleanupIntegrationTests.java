@@ -36,10 +36,15 @@ class ProcessedMessageCleanupIntegrationTests {
 			await().atMost(Duration.ofSeconds(30)).until(() -> rows(jdbc, "cleanup_scheduled", run + "-old") == 0);
 			assertThat(rows(jdbc, "cleanup_scheduled", run + "-young")).isEqualTo(5);
 			assertThat(TestMeters.count(context, "idempotency.cleanup.deleted")).isEqualTo(25.0);
+			// a lease-mode claim older than the retention whose lease is live is kept
+			jdbc.update("INSERT INTO cleanup_scheduled.processed_messages (consumer_group, idempotency_key, "
+					+ "processed_at, status, fencing_token, lease_until) VALUES ('cleanup', ?, now() - interval "
+					+ "'2 hours', 'IN_PROGRESS', 1, now() + interval '1 hour')", run + "-leased-0");
 			// not a one-off at start-up: keys that expire later are deleted too
 			insert(jdbc, "cleanup_scheduled", run + "-later", 10, "2 days");
 			await().atMost(Duration.ofSeconds(30)).until(() -> rows(jdbc, "cleanup_scheduled", run + "-later") == 0);
 			assertThat(rows(jdbc, "cleanup_scheduled", run + "-young")).isEqualTo(5);
+			assertThat(rows(jdbc, "cleanup_scheduled", run + "-leased")).isEqualTo(1);
 			assertThat(TestMeters.count(context, "idempotency.cleanup.deleted")).isEqualTo(35.0);
 		}
 	}
