@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -97,6 +98,8 @@ public final class StreamsBenchmark {
 				throw new IllegalStateException("Scenario " + scenario + " saw only part of its records in 10 minutes");
 			}
 		}
+		System.err.println("THREADS scenario=" + scenario.name() + " "
+				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
 		System.out.println(String.format("RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f",
@@ -158,6 +161,10 @@ public final class StreamsBenchmark {
 
 		private volatile long lastCpu;
 
+		private volatile Map<String, Long> halfThreads = Map.of();
+
+		private volatile Map<String, Long> lastThreads = Map.of();
+
 		Timing(long measured) {
 			this.measured = measured;
 		}
@@ -197,10 +204,12 @@ public final class StreamsBenchmark {
 			else if (this.seen == this.timing.measured + 1) {
 				this.timing.half = now;
 				this.timing.halfCpu = THREADS.getCurrentThreadCpuTime();
+				this.timing.halfThreads = ThreadCpu.snapshot();
 			}
 			this.context.forward(record);
 			if (this.seen == 2 * this.timing.measured) {
 				this.timing.lastCpu = THREADS.getCurrentThreadCpuTime();
+				this.timing.lastThreads = ThreadCpu.snapshot();
 				this.timing.last = System.nanoTime();
 				this.timing.finished.countDown();
 			}

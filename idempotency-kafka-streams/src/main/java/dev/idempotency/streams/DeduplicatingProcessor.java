@@ -58,7 +58,10 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			return;
 		}
 		long timestamp = record.timestamp();
-		Long seenAt = lookUp(key);
+		boolean late = timestamp < context().currentStreamTimeMs() - this.settings.graceMs();
+		// a record on time is stored in the same step as the lookup (one pass through the
+		// store's layers); a late one is only looked up, since it may be dropped
+		Long seenAt = late ? lookUp(key) : rememberIfAbsent(key, timestamp);
 		if (seenAt != null && Math.abs(timestamp - seenAt) <= this.settings.windowMs()) {
 			this.meters.duplicate();
 			if (logger.isDebugEnabled()) {
@@ -66,7 +69,6 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			}
 			return;
 		}
-		boolean late = timestamp < context().currentStreamTimeMs() - this.settings.graceMs();
 		if (late && this.settings.latePolicy() == LateRecordPolicy.DROP) {
 			this.meters.lateDropped();
 			if (logger.isDebugEnabled()) {
@@ -74,7 +76,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			}
 			return;
 		}
-		if (seenAt == null || timestamp > seenAt) {
+		if (seenAt != null ? timestamp > seenAt : late) {
+			// a key seen outside the window (not purged yet), or a late record forwarded
 			remember(key, timestamp);
 		}
 		if (late) {
@@ -122,6 +125,23 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			return null;
 		}
 		return store().get(key);
+	}
+
+	/**
+	 * Store the key unless the store has it.
+	 * @return the timestamp the store had for the key, or {@code null} if it had none and
+	 * now has this one
+	 */
+	private @Nullable Long rememberIfAbsent(String key, long timestamp) {
+		if (this.filter != null && !this.filter.mightContain(key)) {
+			remember(key, timestamp);
+			return null;
+		}
+		Long seenAt = store().putIfAbsent(key, timestamp);
+		if (seenAt == null && this.filter != null) {
+			this.filter.put(key);
+		}
+		return seenAt;
 	}
 
 	private void remember(String key, long timestamp) {

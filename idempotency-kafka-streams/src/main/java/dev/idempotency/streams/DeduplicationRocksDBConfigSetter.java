@@ -7,16 +7,19 @@ import org.jspecify.annotations.Nullable;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Cache;
+import org.rocksdb.IndexType;
 import org.rocksdb.LRUCache;
 import org.rocksdb.Options;
 
 /**
  * Tunes the RocksDB instances of the deduplication stores (the stores whose name ends
  * with {@link Deduplication#STORE_SUFFIX}) for point lookups of keys that are mostly
- * absent: a full Bloom filter with the configured bits per key, whole-key filtering, the
- * filters kept for the last level too, and one block cache shared by all deduplication
- * stores of the JVM, which also holds the index and filter blocks so that their memory is
- * bounded. Every other store of the application keeps Kafka Streams' defaults.
+ * absent: a Bloom filter with the configured bits per key, whole-key filtering, the
+ * filters kept for the last level too, a Bloom filter on the memtable, and one block
+ * cache shared by all deduplication stores of the JVM, which also holds the index and
+ * filter blocks (partitioned, so that each part fits the cache however large the store
+ * grows) so that their memory is bounded. Every other store of the application
+ * keeps Kafka Streams' defaults.
  * <p>
  * {@code rocksdb.config.setter} is a single setting of the whole Streams application.
  * An application with a setter of its own can keep it and call
@@ -42,6 +45,11 @@ public class DeduplicationRocksDBConfigSetter implements RocksDBConfigSetter {
 	static final double DEFAULT_BLOOM_BITS_PER_KEY = 10;
 
 	static final long DEFAULT_BLOCK_CACHE_SIZE = 16L * 1024 * 1024;
+
+	static final long METADATA_BLOCK_SIZE = 4096;
+
+	// a tenth of the write buffer: about 13 bits per key for keys of ~100 bytes
+	static final double MEMTABLE_BLOOM_SIZE_RATIO = 0.1;
 
 	private static @Nullable Cache sharedCache;
 
@@ -78,10 +86,24 @@ public class DeduplicationRocksDBConfigSetter implements RocksDBConfigSetter {
 		table.setWholeKeyFiltering(true);
 		table.setBlockCache(acquireCache(cacheSize));
 		table.setCacheIndexAndFilterBlocks(true);
+		table.setCacheIndexAndFilterBlocksWithHighPriority(true);
 		table.setPinL0FilterAndIndexBlocksInCache(true);
+		// Partitioned filters and index: the whole-table filter of a large store (about
+		// 1.2 MB per million keys) is bigger than a shard of the block cache (RocksDB
+		// splits a cache into shards of 512 KiB and more), so it was read back from the
+		// file at every lookup of a key; partitions of a few KiB stay in the cache, and
+		// their small top-level index is pinned.
+		table.setIndexType(IndexType.kTwoLevelIndexSearch);
+		table.setPartitionFilters(true);
+		table.setMetadataBlockSize(METADATA_BLOCK_SIZE);
+		table.setPinTopLevelIndexAndFilter(true);
 		options.setTableFormatConfig(table);
 		// most lookups of new keys miss: the last level's filters are the ones that pay
 		options.setOptimizeFiltersForHits(false);
+		// and most of them miss the memtable too: a Bloom filter of the memtable's keys
+		// answers them without a walk of its skip list
+		options.setMemtablePrefixBloomSizeRatio(MEMTABLE_BLOOM_SIZE_RATIO);
+		options.setMemtableWholeKeyFiltering(true);
 	}
 
 	/**

@@ -81,6 +81,10 @@ public interface IdempotencyKeyExtractor<K, V> {
 	}
 
 	private static String text(byte[] bytes) {
+		if (isAsciiWithoutNul(bytes)) {
+			// the common case, without a decoder: ASCII is valid UTF-8 and decodes to itself
+			return new String(bytes, StandardCharsets.US_ASCII);
+		}
 		try {
 			String text = StandardCharsets.UTF_8.newDecoder()
 				.onMalformedInput(CodingErrorAction.REPORT)
@@ -95,6 +99,15 @@ public interface IdempotencyKeyExtractor<K, V> {
 			// not text: fall through to the hex form
 		}
 		return '\0' + HexFormat.of().formatHex(bytes);
+	}
+
+	private static boolean isAsciiWithoutNul(byte[] bytes) {
+		for (byte b : bytes) {
+			if (b <= 0) {
+				return false;
+			}
+		}
+		return true;
 	}
 
 }
