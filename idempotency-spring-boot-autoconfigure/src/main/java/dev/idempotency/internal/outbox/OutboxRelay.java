@@ -3,6 +3,10 @@ package dev.idempotency.internal.outbox;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
@@ -42,6 +46,8 @@ public final class OutboxRelay implements SmartLifecycle {
 
 	private static final Log logger = LogFactory.getLog(OutboxRelay.class);
 
+	private static final int SKIPPED_CYCLES_AFTER_EMPTY_CLAIM_AHEAD = 8;
+
 	private final OutboxRepository repository;
 
 	private final KafkaTemplate<String, byte[]> kafka;
@@ -55,6 +61,7 @@ public final class OutboxRelay implements SmartLifecycle {
 	private final String owner = UUID.randomUUID().toString();
 
 	private final Semaphore wakeUps = new Semaphore(0);
+
 
 	private volatile boolean running;
 
@@ -111,10 +118,16 @@ public final class OutboxRelay implements SmartLifecycle {
 	public int relayOnce() {
 		long started = System.nanoTime();
 		List<OutboxRecord> batch = this.repository.claim(this.owner, this.settings.lease());
-		if (batch.isEmpty()) {
-			return 0;
+		if (!batch.isEmpty()) {
+			relay(batch, started, System.nanoTime());
 		}
-		long claimed = System.nanoTime();
+		return batch.size();
+	}
+
+	/**
+	 * Send a claimed batch and record what happened to each event.
+	 */
+	private void relay(List<OutboxRecord> batch, long started, long claimed) {
 		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
 		long acknowledged = System.nanoTime();
 		this.repository.complete(outcome.sent, this.owner, this.settings.deleteSent());
@@ -142,35 +155,106 @@ public final class OutboxRelay implements SmartLifecycle {
 					+ " attempts and are DEAD; later events of their keys wait until they are re-queued");
 			this.metrics.stats(this.repository.stats());
 		}
-		return batch.size();
 	}
 
+	/**
+	 * Relay until stopped. While a full batch is being sent, the next one is claimed on the
+	 * claimer thread, so that the claim's time hides behind the sending. This keeps per-key
+	 * order: the claim never takes an event that has an older event of its key leased,
+	 * so the batch claimed ahead holds no key of the batch in flight.
+	 */
 	private void loop() {
 		PollBackoff backoff = new PollBackoff(this.settings.pollInterval(), this.settings.idlePollInterval());
-		while (this.running) {
-			int claimed = 0;
-			try {
-				claimed = relayOnce();
-				housekeeping();
-				recordOldestPending();
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
-			}
-			if (claimed >= this.settings.batchSize()) {
-				continue;
-			}
-			try {
+		ExecutorService claimer = Executors.newSingleThreadExecutor((task) -> {
+			Thread thread = new Thread(task, "idempotency-outbox-claimer");
+			thread.setDaemon(true);
+			return thread;
+		});
+		ClaimedAhead ahead = null;
+		int cyclesWithoutClaimAhead = 0;
+		try {
+			while (this.running) {
+				int claimed = 0;
+				boolean wasClaimedAhead = false;
+				try {
+					long started = System.nanoTime();
+					ClaimedAhead taken = ahead;
+					ahead = null;
+					List<OutboxRecord> batch = (taken != null) ? taken.take() : List.of();
+					wasClaimedAhead = !batch.isEmpty();
+					if (taken != null && batch.isEmpty()) {
+						// every claimable event had a key in flight (few keys): claiming ahead
+						// only costs a claim, so leave it for a while
+						cyclesWithoutClaimAhead = SKIPPED_CYCLES_AFTER_EMPTY_CLAIM_AHEAD;
+					}
+					if (!wasClaimedAhead) {
+						batch = this.repository.claim(this.owner, this.settings.lease());
+					}
+					long claimedAt = System.nanoTime();
+					claimed = batch.size();
+					if (claimed > 0) {
+						if (claimed >= this.settings.batchSize() && this.running) {
+							if (cyclesWithoutClaimAhead > 0) {
+								cyclesWithoutClaimAhead--;
+							}
+							else {
+								ahead = new ClaimedAhead(CompletableFuture.supplyAsync(this::claimAhead, claimer));
+							}
+						}
+						relay(batch, started, claimedAt);
+						ahead = keepIfLeaseLeft(ahead);
+					}
+					housekeeping();
+					recordOldestPending();
+				}
+				catch (RuntimeException ex) {
+					logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
+				}
+				// a batch claimed ahead, while keys were in flight, says nothing of what is
+				// claimable now: claim again at once
+				if (claimed >= this.settings.batchSize() || wasClaimedAhead) {
+					continue;
+				}
 				if (this.wakeUps.tryAcquire(backoff.next(claimed), TimeUnit.MILLISECONDS)) {
 					backoff.wokenUp();
 				}
 				this.wakeUps.drainPermits();
 			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-				return;
-			}
 		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		finally {
+			if (ahead != null) {
+				// never sent: stop() releases its leases once this thread has ended
+				ahead.awaitQuietly();
+			}
+			claimer.shutdown();
+		}
+	}
+
+	private List<OutboxRecord> claimAhead() {
+		return this.repository.claim(this.owner, this.settings.lease());
+	}
+
+	/**
+	 * A batch claimed ahead waits for the batch in flight, at most a send timeout (the
+	 * lease is at least twice that). Should it have waited longer (slow completion
+	 * statements), its leases are given back rather than sent so late that they could
+	 * have expired.
+	 */
+	private @Nullable ClaimedAhead keepIfLeaseLeft(@Nullable ClaimedAhead ahead) {
+		if (ahead == null) {
+			return null;
+		}
+		ahead.awaitQuietly();
+		long held = System.nanoTime() - ahead.startedAt;
+		if (held < this.settings.lease().minus(this.settings.sendTimeout()).toNanos()) {
+			return ahead;
+		}
+		logger.warn("A batch claimed ahead waited " + Duration.ofNanos(held) + " to be sent; its leases are released");
+		this.repository.release(this.owner);
+		return null;
 	}
 
 	/**
@@ -262,6 +346,40 @@ public final class OutboxRelay implements SmartLifecycle {
 	public int getPhase() {
 		// stop before the Kafka producer and the DataSource go away
 		return SmartLifecycle.DEFAULT_PHASE - 1024;
+	}
+
+	/**
+	 * A claim running (or done) on the claimer thread while a batch is being sent.
+	 */
+	private static final class ClaimedAhead {
+
+		private final CompletableFuture<List<OutboxRecord>> claim;
+
+		// before the claim's transaction began, so before its leases were taken
+		private final long startedAt = System.nanoTime();
+
+		ClaimedAhead(CompletableFuture<List<OutboxRecord>> claim) {
+			this.claim = claim;
+		}
+
+		List<OutboxRecord> take() {
+			try {
+				return this.claim.join();
+			}
+			catch (CompletionException ex) {
+				throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+			}
+		}
+
+		void awaitQuietly() {
+			try {
+				this.claim.join();
+			}
+			catch (RuntimeException ex) {
+				// a claim that failed leased nothing; the loop reports it when it takes it
+			}
+		}
+
 	}
 
 }

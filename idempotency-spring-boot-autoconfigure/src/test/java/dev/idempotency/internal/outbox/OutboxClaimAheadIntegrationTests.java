@@ -1,0 +1,151 @@
+package dev.idempotency.internal.outbox;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The relay claims the next batch while a full batch is being sent, against a real
+ * PostgreSQL and Kafka broker, and the batch claimed ahead holds no key of the batch in
+ * flight.
+ */
+class OutboxClaimAheadIntegrationTests {
+
+	@Test
+	void theNextBatchIsClaimedWhileABatchIsInFlightWithoutTheKeysInFlight() throws Exception {
+		String topic = "it-outbox-claim-ahead-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1);
+		BlockingInterceptor.reset();
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=ahead_outbox",
+				"idempotency.flyway.table=ahead_schema_history", "idempotency.outbox.batch-size=2");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			relay.stop();
+			Outbox outbox = context.getBean(Outbox.class);
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				outbox.publish(topic, "k1", "k1-first " + BlockingInterceptor.BLOCK);
+				outbox.publish(topic, "k2", "k2-first");
+				outbox.publish(topic, "k1", "k1-second");
+				outbox.publish(topic, "k3", "k3-first");
+				outbox.publish(topic, "k4", "k4-first");
+			});
+			relay.start();
+			assertThat(BlockingInterceptor.blocked.await(30, TimeUnit.SECONDS)).isTrue();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			try {
+				// the first batch (k1-first, k2-first) is in flight, held in the send of
+				// k1-first; the batch claimed meanwhile skips k1-second (its key is in
+				// flight) and takes the next two
+				await().atMost(Duration.ofSeconds(10))
+					.untilAsserted(() -> assertThat(leased(jdbc)).containsExactlyInAnyOrder("k1-first", "k2-first",
+							"k3-first", "k4-first"));
+			}
+			finally {
+				BlockingInterceptor.release.countDown();
+			}
+			List<ConsumerRecord<String, String>> received = consumer.receive(5, Duration.ofSeconds(30));
+			assertThat(received).extracting(ConsumerRecord::value)
+				.map((value) -> value.replace(" " + BlockingInterceptor.BLOCK, ""))
+				.containsExactlyInAnyOrder("k1-first", "k2-first", "k1-second", "k3-first", "k4-first");
+			assertThat(received).filteredOn((record) -> "k1".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.map((value) -> value.replace(" " + BlockingInterceptor.BLOCK, ""))
+				.containsExactly("k1-first", "k1-second");
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM ahead_outbox", Integer.class) == 0);
+		}
+	}
+
+	private static List<String> leased(JdbcTemplate jdbc) {
+		return jdbc.queryForList("SELECT convert_from(payload, 'UTF8') FROM ahead_outbox WHERE lease_owner IS NOT NULL",
+				String.class)
+			.stream()
+			.map((payload) -> payload.replace("\"", "").replace(" " + BlockingInterceptor.BLOCK, ""))
+			.toList();
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		OutboxProducerFactoryCustomizer blockingInterceptor() {
+			return (factory) -> factory
+				.updateConfigs(Map.of(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG, BlockingInterceptor.class.getName()));
+		}
+
+	}
+
+	/**
+	 * Holds the send of the event marked {@link #BLOCK} (on the relay's thread, inside
+	 * {@code send}) until released.
+	 */
+	public static class BlockingInterceptor implements ProducerInterceptor<String, byte[]> {
+
+		static final String BLOCK = "[block]";
+
+		static volatile CountDownLatch blocked = new CountDownLatch(1);
+
+		static volatile CountDownLatch release = new CountDownLatch(1);
+
+		static void reset() {
+			blocked = new CountDownLatch(1);
+			release = new CountDownLatch(1);
+		}
+
+		@Override
+		public ProducerRecord<String, byte[]> onSend(ProducerRecord<String, byte[]> record) {
+			if (record.value() != null && new String(record.value(), StandardCharsets.UTF_8).contains(BLOCK)) {
+				blocked.countDown();
+				try {
+					release.await(30, TimeUnit.SECONDS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			return record;
+		}
+
+		@Override
+		public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+		}
+
+		@Override
+		public void close() {
+		}
+
+		@Override
+		public void configure(Map<String, ?> configs) {
+		}
+
+	}
+
+}
