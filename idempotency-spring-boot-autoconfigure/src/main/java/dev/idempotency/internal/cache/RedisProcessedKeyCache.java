@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -15,6 +17,9 @@ import dev.idempotency.metrics.IdempotencyMetrics;
 import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.SetArgs;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -27,15 +32,31 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 /**
  * {@link ProcessedKeyCache} on Redis through Lettuce's asynchronous API, so that every
  * lookup is bounded by a short timeout of its own whatever the client's command timeout
- * is. Writes are sent without waiting. Repeated failures open a {@link CacheBreaker}:
- * while it is open, lookups are misses without asking Redis. Connecting happens off the
- * consumer thread, so a Redis that is down at start-up never blocks a listener.
+ * is. Repeated failures open a {@link CacheBreaker}: while it is open, lookups are misses
+ * without asking Redis and nothing is written. Connecting happens off the consumer
+ * thread, so a Redis that is down at start-up never blocks a listener.
+ * <p>
+ * Writes ({@code SET key 1 PX ttl}) are fire-and-forget and pipelined:
+ * {@link #markProcessed} only queues the key, and the queued keys go to Redis as one
+ * batch, in one write and one flush on the application's shared connection, when 64 are
+ * queued, before each lookup (the start of the consumer's next poll, so the keys of a
+ * poll go out together), and every 20 ms from a thread of the cache's own, so that the
+ * last keys of an idle consumer still reach Redis soon. Keys beyond 8192 waiting to be
+ * written or answered are dropped: a slow or unreachable Redis never makes the queue grow
+ * without bound, and a lost key costs at most a cache miss. On Redis Cluster, Lettuce
+ * splits a batch by slot and sends each part to its node. {@link #close} stops the
+ * periodic flush after a last one.
  */
-public final class RedisProcessedKeyCache implements ProcessedKeyCache {
+public final class RedisProcessedKeyCache implements ProcessedKeyCache, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(RedisProcessedKeyCache.class);
 
 	private static final byte[] PROCESSED = "1".getBytes(StandardCharsets.UTF_8);
+
+	/**
+	 * Period of the flush that sends keys queued since the last lookup.
+	 */
+	static final long FLUSH_INTERVAL_MILLIS = 20;
 
 	private final LettuceConnectionFactory connectionFactory;
 
@@ -53,7 +74,11 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 
 	private final AtomicBoolean connecting = new AtomicBoolean();
 
+	private final ScheduledExecutorService flusher;
+
 	private volatile @Nullable RedisClusterAsyncCommands<byte[], byte[]> commands;
+
+	private volatile @Nullable RedisMarkPipeline marks;
 
 	/**
 	 * Create a cache.
@@ -77,12 +102,20 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		this.metrics = metrics;
 		this.connector = connector;
 		metrics.cacheBreaker(this.breaker::isOpen);
+		this.flusher = Executors.newSingleThreadScheduledExecutor((task) -> {
+			Thread thread = new Thread(task, "idempotency-redis-flush");
+			thread.setDaemon(true);
+			return thread;
+		});
+		this.flusher.scheduleWithFixedDelay(this::flushMarks, FLUSH_INTERVAL_MILLIS, FLUSH_INTERVAL_MILLIS,
+				TimeUnit.MILLISECONDS);
 		// connect now, in the background, so the first poll already finds Redis ready
 		commands();
 	}
 
 	@Override
 	public boolean isProcessed(String scope, String key) {
+		flushMarks();
 		RedisClusterAsyncCommands<byte[], byte[]> redis = commands();
 		if (redis == null || !this.breaker.allowRequest()) {
 			this.metrics.cacheRequests(CacheResult.ERROR, 1);
@@ -112,6 +145,7 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 	 */
 	@Override
 	public boolean[] areProcessed(String scope, List<String> keys) {
+		flushMarks();
 		boolean[] processed = new boolean[keys.size()];
 		RedisClusterAsyncCommands<byte[], byte[]> redis = commands();
 		if (redis == null || !this.breaker.allowRequest()) {
@@ -145,6 +179,9 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		return new boolean[keys.size()];
 	}
 
+	/**
+	 * Queue the key to be written with the next batch; see the class description.
+	 */
 	@Override
 	public void markProcessed(String scope, String key) {
 		RedisClusterAsyncCommands<byte[], byte[]> redis = commands();
@@ -152,6 +189,12 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			return;
 		}
 		try {
+			RedisMarkPipeline pipeline = this.marks;
+			if (pipeline != null) {
+				pipeline.add(this.keys.bytesOf(scope, key));
+				return;
+			}
+			// a connection that does not expose its stateful connection: one command each
 			redis.set(this.keys.bytesOf(scope, key), PROCESSED, this.ttl).whenComplete((result, ex) -> {
 				if (ex != null) {
 					this.breaker.failure(ex);
@@ -160,6 +203,37 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		}
 		catch (RuntimeException ex) {
 			this.breaker.failure(ex);
+		}
+	}
+
+	/**
+	 * Stop the periodic flush, after sending the keys still queued.
+	 */
+	@Override
+	public void close() {
+		this.flusher.shutdownNow();
+		flushMarks();
+	}
+
+	boolean isClosed() {
+		return this.flusher.isShutdown();
+	}
+
+	int outstandingMarks() {
+		RedisMarkPipeline pipeline = this.marks;
+		return (pipeline != null) ? pipeline.outstanding() : 0;
+	}
+
+	private void flushMarks() {
+		RedisMarkPipeline pipeline = this.marks;
+		if (pipeline != null) {
+			try {
+				pipeline.flush();
+			}
+			catch (RuntimeException ex) {
+				// never let an exception end the periodic flush
+				this.breaker.failure(ex);
+			}
 		}
 	}
 
@@ -184,7 +258,12 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 			if (connection instanceof LettuceConnection lettuce) {
 				// With a shared native connection (the default) this is the shared,
 				// auto-reconnecting connection; it is kept for the life of the cache.
-				this.commands = lettuce.getNativeConnection();
+				RedisClusterAsyncCommands<byte[], byte[]> redis = lettuce.getNativeConnection();
+				StatefulConnection<byte[], byte[]> stateful = statefulConnection(redis);
+				if (stateful != null) {
+					this.marks = new RedisMarkPipeline(stateful, this.ttl, this.breaker);
+				}
+				this.commands = redis;
 			}
 		}
 		catch (RuntimeException ex) {
@@ -194,6 +273,17 @@ public final class RedisProcessedKeyCache implements ProcessedKeyCache {
 		finally {
 			this.connecting.set(false);
 		}
+	}
+
+	private static @Nullable StatefulConnection<byte[], byte[]> statefulConnection(
+			RedisClusterAsyncCommands<byte[], byte[]> redis) {
+		if (redis instanceof RedisAsyncCommands<byte[], byte[]> standalone) {
+			return standalone.getStatefulConnection();
+		}
+		if (redis instanceof RedisAdvancedClusterAsyncCommands<byte[], byte[]> cluster) {
+			return cluster.getStatefulConnection();
+		}
+		return null;
 	}
 
 }
