@@ -161,7 +161,10 @@ public final class OutboxRelay implements SmartLifecycle {
 	 * Relay until stopped. While a full batch is being sent, the next one is claimed on the
 	 * claimer thread, so that the claim's time hides behind the sending. This keeps per-key
 	 * order: the claim never takes an event that has an older event of its key leased,
-	 * so the batch claimed ahead holds no key of the batch in flight.
+	 * so the batch claimed ahead holds no key of the batch in flight. A batch claimed
+	 * ahead is sent only while it still has as much lease left as a fresh claim is
+	 * required to have (twice the send timeout); otherwise, and after any failure of the
+	 * cycle, its leases are given back.
 	 */
 	private void loop() {
 		PollBackoff backoff = new PollBackoff(this.settings.pollInterval(), this.settings.idlePollInterval());
@@ -178,37 +181,51 @@ public final class OutboxRelay implements SmartLifecycle {
 				boolean wasClaimedAhead = false;
 				try {
 					long started = System.nanoTime();
-					ClaimedAhead taken = ahead;
-					ahead = null;
-					List<OutboxRecord> batch = (taken != null) ? taken.take() : List.of();
-					wasClaimedAhead = !batch.isEmpty();
-					if (taken != null && batch.isEmpty()) {
-						// every claimable event had a key in flight (few keys): claiming ahead
-						// only costs a claim, so leave it for a while
-						cyclesWithoutClaimAhead = SKIPPED_CYCLES_AFTER_EMPTY_CLAIM_AHEAD;
+					List<OutboxRecord> batch = List.of();
+					if (ahead != null) {
+						ClaimedAhead taken = ahead;
+						ahead = null;
+						batch = taken.take();
+						if (batch.isEmpty()) {
+							// every claimable event had a key in flight (few keys): claiming
+							// ahead only costs a claim, so leave it for a while
+							cyclesWithoutClaimAhead = SKIPPED_CYCLES_AFTER_EMPTY_CLAIM_AHEAD;
+						}
+						else if (!hasLeaseLeft(taken)) {
+							logger.warn("A batch claimed ahead waited " + Duration.ofNanos(System.nanoTime()
+									- taken.startedAt) + " to be sent; its leases are given back");
+							releaseQuietly(batch);
+							batch = List.of();
+						}
 					}
+					wasClaimedAhead = !batch.isEmpty();
 					if (!wasClaimedAhead) {
 						batch = this.repository.claim(this.owner, this.settings.lease());
 					}
 					long claimedAt = System.nanoTime();
 					claimed = batch.size();
 					if (claimed > 0) {
-						if (claimed >= this.settings.batchSize() && this.running) {
+						if (claimed >= this.settings.batchSize() && this.running && claimAheadAllowed()) {
 							if (cyclesWithoutClaimAhead > 0) {
 								cyclesWithoutClaimAhead--;
 							}
 							else {
-								ahead = new ClaimedAhead(CompletableFuture.supplyAsync(this::claimAhead, claimer));
+								long handedOver = System.nanoTime();
+								ahead = new ClaimedAhead(handedOver,
+										CompletableFuture.supplyAsync(this::claimAhead, claimer));
 							}
 						}
 						relay(batch, started, claimedAt);
-						ahead = keepIfLeaseLeft(ahead);
 					}
 					housekeeping();
 					recordOldestPending();
 				}
 				catch (RuntimeException ex) {
 					logger.warn("Outbox relay cycle failed; retrying in " + this.settings.pollInterval() + ": " + ex);
+					if (ahead != null) {
+						releaseQuietly(ahead.awaitQuietly());
+						ahead = null;
+					}
 				}
 				// a batch claimed ahead, while keys were in flight, says nothing of what is
 				// claimable now: claim again at once
@@ -237,24 +254,27 @@ public final class OutboxRelay implements SmartLifecycle {
 		return this.repository.claim(this.owner, this.settings.lease());
 	}
 
-	/**
-	 * A batch claimed ahead waits for the batch in flight, at most a send timeout (the
-	 * lease is at least twice that). Should it have waited longer (slow completion
-	 * statements), its leases are given back rather than sent so late that they could
-	 * have expired.
-	 */
-	private @Nullable ClaimedAhead keepIfLeaseLeft(@Nullable ClaimedAhead ahead) {
-		if (ahead == null) {
-			return null;
-		}
-		ahead.awaitQuietly();
+	// a batch claimed ahead must still have the lease a fresh claim has at least
+	private boolean claimAheadAllowed() {
+		return this.settings.lease().compareTo(this.settings.sendTimeout().multipliedBy(2)) > 0;
+	}
+
+	private boolean hasLeaseLeft(ClaimedAhead ahead) {
 		long held = System.nanoTime() - ahead.startedAt;
-		if (held < this.settings.lease().minus(this.settings.sendTimeout()).toNanos()) {
-			return ahead;
+		return held < this.settings.lease().minus(this.settings.sendTimeout().multipliedBy(2)).toNanos();
+	}
+
+	private void releaseQuietly(List<OutboxRecord> batch) {
+		if (batch.isEmpty()) {
+			return;
 		}
-		logger.warn("A batch claimed ahead waited " + Duration.ofNanos(held) + " to be sent; its leases are released");
-		this.repository.release(this.owner);
-		return null;
+		try {
+			this.repository.release(batch.stream().map(OutboxRecord::id).toList(), this.owner);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not give back the leases of a batch claimed ahead; they expire after "
+					+ this.settings.lease() + ": " + ex);
+		}
 	}
 
 	/**
@@ -355,10 +375,12 @@ public final class OutboxRelay implements SmartLifecycle {
 
 		private final CompletableFuture<List<OutboxRecord>> claim;
 
-		// before the claim's transaction began, so before its leases were taken
-		private final long startedAt = System.nanoTime();
+		// when the claim was handed to the claimer thread, so before its transaction
+		// set the leases
+		private final long startedAt;
 
-		ClaimedAhead(CompletableFuture<List<OutboxRecord>> claim) {
+		ClaimedAhead(long startedAt, CompletableFuture<List<OutboxRecord>> claim) {
+			this.startedAt = startedAt;
 			this.claim = claim;
 		}
 
@@ -371,12 +393,16 @@ public final class OutboxRelay implements SmartLifecycle {
 			}
 		}
 
-		void awaitQuietly() {
+		/**
+		 * Wait for the claim.
+		 * @return what it claimed, or nothing if it failed (a failed claim leased nothing)
+		 */
+		List<OutboxRecord> awaitQuietly() {
 			try {
-				this.claim.join();
+				return this.claim.join();
 			}
 			catch (RuntimeException ex) {
-				// a claim that failed leased nothing; the loop reports it when it takes it
+				return List.of();
 			}
 		}
 

@@ -104,6 +104,11 @@ public final class OutboxRepository {
 			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
 			""";
 
+	private static final String RELEASE_IDS = """
+			UPDATE %s SET lease_owner = NULL, lease_until = NULL
+			WHERE id = ANY(?) AND lease_owner = ? AND status = 'PENDING'
+			""";
+
 	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
 	// due for a claim whose transaction started earlier (waiting for its turn), and must
 	// still block the later events of its key there, which only events with last_error
@@ -154,6 +159,8 @@ public final class OutboxRepository {
 
 	private final String releaseSql;
 
+	private final String releaseIdsSql;
+
 	private final String requeueSql;
 
 	private final String purgeSql;
@@ -183,6 +190,7 @@ public final class OutboxRepository {
 		this.markSentSql = MARK_SENT.formatted(name);
 		this.failSql = FAIL.formatted(name, name, name);
 		this.releaseSql = RELEASE.formatted(name);
+		this.releaseIdsSql = RELEASE_IDS.formatted(name);
 		this.requeueSql = REQUEUE.formatted(name);
 		this.purgeSql = PURGE.formatted(name);
 		this.statsSql = STATS.formatted(name);
@@ -305,6 +313,24 @@ public final class OutboxRepository {
 				dead.add(row.getLong(1));
 			}
 		});
+	}
+
+	/**
+	 * Give back the leases of some events claimed and not sent.
+	 * @return the number released
+	 */
+	int release(List<Long> ids, String owner) {
+		// in the claim's turn, as a failure is recorded
+		Integer released = this.transactions.execute((status) -> {
+			takeClaimTurn();
+			return this.jdbc.update((connection) -> {
+				PreparedStatement statement = connection.prepareStatement(this.releaseIdsSql);
+				statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
+				statement.setString(2, owner);
+				return statement;
+			});
+		});
+		return (released != null) ? released : 0;
 	}
 
 	int release(String owner) {

@@ -19,9 +19,12 @@ import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -35,6 +38,7 @@ import static org.awaitility.Awaitility.await;
  * PostgreSQL and Kafka broker, and the batch claimed ahead holds no key of the batch in
  * flight.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class OutboxClaimAheadIntegrationTests {
 
 	@Test
@@ -64,8 +68,8 @@ class OutboxClaimAheadIntegrationTests {
 				// k1-first; the batch claimed meanwhile skips k1-second (its key is in
 				// flight) and takes the next two
 				await().atMost(Duration.ofSeconds(10))
-					.untilAsserted(() -> assertThat(leased(jdbc)).containsExactlyInAnyOrder("k1-first", "k2-first",
-							"k3-first", "k4-first"));
+					.untilAsserted(() -> assertThat(leased(jdbc, "ahead_outbox"))
+						.containsExactlyInAnyOrder("k1-first", "k2-first", "k3-first", "k4-first"));
 			}
 			finally {
 				BlockingInterceptor.release.countDown();
@@ -83,8 +87,50 @@ class OutboxClaimAheadIntegrationTests {
 		}
 	}
 
-	private static List<String> leased(JdbcTemplate jdbc) {
-		return jdbc.queryForList("SELECT convert_from(payload, 'UTF8') FROM ahead_outbox WHERE lease_owner IS NOT NULL",
+	/**
+	 * A batch claimed ahead whose wait left it less lease than a fresh claim has is given
+	 * back instead of being sent: here the batch in flight is held past its send timeout,
+	 * longer than the one second the batch claimed ahead may wait.
+	 */
+	@Test
+	void aBatchClaimedAheadThatWaitedTooLongIsGivenBackAndSentByALaterClaim(CapturedOutput output)
+			throws Exception {
+		String topic = "it-outbox-claim-ahead-late-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1);
+		BlockingInterceptor.reset();
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=late_ahead_outbox",
+				"idempotency.flyway.table=late_ahead_schema_history", "idempotency.outbox.batch-size=2",
+				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=3s",
+				"idempotency.outbox.initial-backoff=100ms");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			relay.stop();
+			Outbox outbox = context.getBean(Outbox.class);
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				outbox.publish(topic, "k1", "k1-first " + BlockingInterceptor.BLOCK);
+				outbox.publish(topic, "k2", "k2-first");
+				outbox.publish(topic, "k3", "k3-first");
+				outbox.publish(topic, "k4", "k4-first");
+			});
+			relay.start();
+			assertThat(BlockingInterceptor.blocked.await(30, TimeUnit.SECONDS)).isTrue();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(10))
+				.untilAsserted(() -> assertThat(leased(jdbc, "late_ahead_outbox")).contains("k3-first", "k4-first"));
+			Thread.sleep(1500);
+			BlockingInterceptor.release.countDown();
+			await().atMost(Duration.ofSeconds(20))
+				.untilAsserted(() -> assertThat(output.getOut()).contains("to be sent; its leases are given back"));
+			List<ConsumerRecord<String, String>> received = consumer.receive(4, Duration.ofSeconds(30));
+			assertThat(received).extracting(ConsumerRecord::value)
+				.map((value) -> value.replace(" " + BlockingInterceptor.BLOCK, ""))
+				.contains("k1-first", "k2-first", "k3-first", "k4-first");
+		}
+	}
+
+	private static List<String> leased(JdbcTemplate jdbc, String table) {
+		return jdbc.queryForList("SELECT convert_from(payload, 'UTF8') FROM " + table + " WHERE lease_owner IS NOT NULL",
 				String.class)
 			.stream()
 			.map((payload) -> payload.replace("\"", "").replace(" " + BlockingInterceptor.BLOCK, ""))
