@@ -94,7 +94,7 @@ public final class IdempotencyOutboxAutoConfiguration {
 		OutboxSettings settings = new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(),
 				outbox.sendTimeout(), outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(),
 				outbox.maxBackoff(), outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE,
-				outbox.retention(), outbox.shutdownTimeout(), outbox.idlePollInterval());
+				outbox.retention(), outbox.shutdownTimeout(), outbox.idlePollInterval(), outbox.claimAhead());
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch
 		template.setProducerListener(new ProducerListener<>() {

@@ -238,6 +238,10 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * purge it after the retention.
 	 * @param retention How long events marked SENT are kept.
 	 * @param shutdownTimeout How long stopping waits for the batch in flight.
+	 * @param claimAhead Whether the relay claims the next batch while a full batch is
+	 * being sent, hiding the claim's time. Pays with one relay instance, or with many more
+	 * keys than instances times the batch size; with few keys, the instance that claims
+	 * ahead holds most of them and the other instances find little to claim.
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
 			@DefaultValue("true") boolean relayEnabled, @DefaultValue("true") boolean autoStartup,
@@ -247,7 +251,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
-			@DefaultValue("10s") Duration shutdownTimeout) {
+			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead) {
 
 		@ConstructorBinding
 		public Outbox {
@@ -279,6 +283,18 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
 						+ "lease until its acknowledgments are in");
 			}
+		}
+
+		/**
+		 * Create the outbox settings of earlier versions, without claiming ahead.
+		 */
+		public Outbox(boolean enabled, String table, boolean relayEnabled, boolean autoStartup, int batchSize,
+				Duration pollInterval, Duration idlePollInterval, Duration lease, Duration sendTimeout, int maxAttempts,
+				Duration initialBackoff, double backoffMultiplier, Duration maxBackoff, double jitter,
+				Completion completion, Duration retention, Duration shutdownTimeout) {
+			this(enabled, table, relayEnabled, autoStartup, batchSize, pollInterval, idlePollInterval, lease,
+					sendTimeout, maxAttempts, initialBackoff, backoffMultiplier, maxBackoff, jitter, completion,
+					retention, shutdownTimeout, false);
 		}
 
 		/**

@@ -256,7 +256,8 @@ public final class OutboxRelay implements SmartLifecycle {
 
 	// a batch claimed ahead must still have the lease a fresh claim has at least
 	private boolean claimAheadAllowed() {
-		return this.settings.lease().compareTo(this.settings.sendTimeout().multipliedBy(2)) > 0;
+		return this.settings.claimAhead()
+				&& this.settings.lease().compareTo(this.settings.sendTimeout().multipliedBy(2)) > 0;
 	}
 
 	private boolean hasLeaseLeft(ClaimedAhead ahead) {

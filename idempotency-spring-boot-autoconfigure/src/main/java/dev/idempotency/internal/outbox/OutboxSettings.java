@@ -19,8 +19,10 @@ import java.time.Duration;
  * @param shutdownTimeout how long stopping waits for the batch in flight
  * @param idlePollInterval longest wait between polls while the outbox stays empty: the
  * wait doubles from {@code pollInterval} up to this
+ * @param claimAhead whether the next batch is claimed while a full batch is being sent
  */
 public record OutboxSettings(int batchSize, Duration pollInterval, Duration lease, Duration sendTimeout,
 		int maxAttempts, Duration initialBackoff, double backoffMultiplier, Duration maxBackoff, double jitter,
-		boolean deleteSent, Duration retention, Duration shutdownTimeout, Duration idlePollInterval) {
+		boolean deleteSent, Duration retention, Duration shutdownTimeout, Duration idlePollInterval,
+		boolean claimAhead) {
 }

@@ -48,7 +48,8 @@ class OutboxClaimAheadIntegrationTests {
 		BlockingInterceptor.reset();
 		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
 				TestApplications.WITH_RELAY, "idempotency.outbox.table=ahead_outbox",
-				"idempotency.flyway.table=ahead_schema_history", "idempotency.outbox.batch-size=2");
+				"idempotency.flyway.table=ahead_schema_history", "idempotency.outbox.batch-size=2",
+				"idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			relay.stop();
@@ -102,7 +103,7 @@ class OutboxClaimAheadIntegrationTests {
 				TestApplications.WITH_RELAY, "idempotency.outbox.table=late_ahead_outbox",
 				"idempotency.flyway.table=late_ahead_schema_history", "idempotency.outbox.batch-size=2",
 				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=3s",
-				"idempotency.outbox.initial-backoff=100ms");
+				"idempotency.outbox.initial-backoff=100ms", "idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			relay.stop();
