@@ -2,7 +2,8 @@
 # Runs the benchmark and prints one table. Usage:
 #   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
 # Scenarios: A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
-# relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s).
+# relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
+# same with idempotency.outbox.claim-ahead=true).
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
 # server processes inherit the pinning).
@@ -42,8 +43,8 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
     case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; *) messages=$record_messages ;; esac
-    if [ "$scenario" = OUTBOX ]; then
-      main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages")
+    if [ "$scenario" = OUTBOX ] || [ "$scenario" = OUTBOX_AHEAD ]; then
+      main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages" "$scenario")
     else
       main=dev.idempotency.benchmarks.BenchmarkScenario; arguments=("$scenario" "$work/infrastructure.properties" "$messages")
     fi

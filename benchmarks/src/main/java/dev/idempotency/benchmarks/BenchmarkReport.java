@@ -7,6 +7,7 @@ import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Reads the {@code RESULT} lines of a run and prints one table: the median throughput of
@@ -20,7 +21,7 @@ public final class BenchmarkReport {
 
 	public static void main(String[] args) throws Exception {
 		Map<Scenario, List<Map<String, String>>> results = new EnumMap<>(Scenario.class);
-		List<Map<String, String>> outbox = new ArrayList<>();
+		Map<String, List<Map<String, String>>> outbox = new TreeMap<>();
 		for (String line : Files.readAllLines(Path.of(args[0]))) {
 			if (!line.startsWith("RESULT ")) {
 				continue;
@@ -30,8 +31,8 @@ public final class BenchmarkReport {
 				String[] pair = field.split("=", 2);
 				fields.put(pair[0], pair[1]);
 			}
-			if ("OUTBOX".equals(fields.get("scenario"))) {
-				outbox.add(fields);
+			if (fields.get("scenario").startsWith("OUTBOX")) {
+				outbox.computeIfAbsent(fields.get("scenario"), (name) -> new ArrayList<>()).add(fields);
 			}
 			else {
 				results.computeIfAbsent(Scenario.valueOf(fields.get("scenario")), (s) -> new ArrayList<>()).add(fields);
@@ -59,31 +60,46 @@ public final class BenchmarkReport {
 		target(steady, Scenario.E, Scenario.D, 0.8);
 		target(steady, Scenario.E, Scenario.B, 8.0);
 		if (!outbox.isEmpty()) {
-			double throughput = median(outbox, "throughput");
-			double p99 = median(outbox, "latencyP99ms");
 			System.out.println();
 			System.out.println("| outbox relay | runs | keys | events/s (median, 1 KB payloads) | plain producer events/s | "
 					+ "relay / producer | two relays events/s | two / one | order violations | "
 					+ "latency p50 / p99 at 1,000 events/s (ms) |");
 			System.out.println("| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | --- |");
-			boolean baseline = outbox.get(0).containsKey("producer");
-			double producer = baseline ? median(outbox, "producer") : Double.NaN;
-			double relayToProducer = baseline ? medianOfRatios(outbox, "throughput", "producer") : Double.NaN;
-			double pair = baseline ? median(outbox, "twoRelays") : Double.NaN;
-			double twoToOne = baseline ? medianOfRatios(outbox, "twoRelays", "throughput") : Double.NaN;
-			long violations = baseline
-					? outbox.stream().mapToLong((run) -> Long.parseLong(run.get("orderViolations"))).sum() : 0;
-			System.out.printf("| OUTBOX | %d | %s | %.0f | %.0f | %.2f | %.0f | %.2f | %d | %.1f / %.1f |%n",
-					outbox.size(), outbox.get(0).getOrDefault("keys", "100"), throughput, producer, relayToProducer, pair,
-					twoToOne, violations, median(outbox, "latencyP50ms"), p99);
+			outbox.forEach((name, runs) -> outboxRow(name, runs));
 			System.out.println("  (ratios: median over the rounds of each round's ratio)");
-			System.out.printf("  relay >= 0.6 x producer: %.2f  %s%n", relayToProducer,
-					(relayToProducer >= 0.6) ? "met" : String.format("MISSED by %.0f%%", (1 - relayToProducer / 0.6) * 100));
-			System.out.printf("  two relays >= 1.3 x one: %.2f  %s%n", twoToOne,
-					(twoToOne >= 1.3) ? "met" : String.format("MISSED by %.0f%%", (1 - twoToOne / 1.3) * 100));
-			System.out.printf("  order violations = 0: %d  %s%n", violations, (violations == 0) ? "met" : "MISSED");
-			System.out.printf("  p99 <= 25 ms: %.1f  %s%n", p99, (p99 <= 25) ? "met" : "MISSED");
+			outbox.forEach((name, runs) -> outboxTargets(name, runs));
 		}
+	}
+
+	private static void outboxRow(String name, List<Map<String, String>> outbox) {
+		boolean baseline = outbox.get(0).containsKey("producer");
+		System.out.printf("| %s | %d | %s | %.0f | %.0f | %.2f | %.0f | %.2f | %d | %.1f / %.1f |%n", name, outbox.size(),
+				outbox.get(0).getOrDefault("keys", "100"), median(outbox, "throughput"),
+				baseline ? median(outbox, "producer") : Double.NaN,
+				baseline ? medianOfRatios(outbox, "throughput", "producer") : Double.NaN,
+				baseline ? median(outbox, "twoRelays") : Double.NaN,
+				baseline ? medianOfRatios(outbox, "twoRelays", "throughput") : Double.NaN, violations(outbox),
+				median(outbox, "latencyP50ms"), median(outbox, "latencyP99ms"));
+	}
+
+	private static void outboxTargets(String name, List<Map<String, String>> outbox) {
+		if (!outbox.get(0).containsKey("producer")) {
+			return;
+		}
+		double relayToProducer = medianOfRatios(outbox, "throughput", "producer");
+		double twoToOne = medianOfRatios(outbox, "twoRelays", "throughput");
+		long violations = violations(outbox);
+		double p99 = median(outbox, "latencyP99ms");
+		System.out.printf("  %s: relay >= 0.6 x producer: %.2f  %s%n", name, relayToProducer,
+				(relayToProducer >= 0.6) ? "met" : String.format("MISSED by %.0f%%", (1 - relayToProducer / 0.6) * 100));
+		System.out.printf("  %s: two relays >= 1.3 x one: %.2f  %s%n", name, twoToOne,
+				(twoToOne >= 1.3) ? "met" : String.format("MISSED by %.0f%%", (1 - twoToOne / 1.3) * 100));
+		System.out.printf("  %s: order violations = 0: %d  %s%n", name, violations, (violations == 0) ? "met" : "MISSED");
+		System.out.printf("  %s: p99 <= 25 ms: %.1f  %s%n", name, p99, (p99 <= 25) ? "met" : "MISSED");
+	}
+
+	private static long violations(List<Map<String, String>> outbox) {
+		return outbox.stream().mapToLong((run) -> Long.parseLong(run.getOrDefault("orderViolations", "0"))).sum();
 	}
 
 	private static double medianOfRatios(List<Map<String, String>> runs, String numerator, String denominator) {

@@ -51,6 +51,8 @@ public final class OutboxBenchmark {
 			infrastructure.load(in);
 		}
 		int events = Integer.parseInt(args[1]);
+		// OUTBOX_AHEAD: the same with idempotency.outbox.claim-ahead=true
+		String scenario = (args.length > 2) ? args[2] : "OUTBOX";
 		String run = UUID.randomUUID().toString().substring(0, 8);
 		String throughputTopic = "outbox-throughput-" + run;
 		String warmupTopic = "outbox-warmup-" + run;
@@ -66,8 +68,8 @@ public final class OutboxBenchmark {
 				.get();
 		}
 		int keys = Integer.parseInt(System.getenv().getOrDefault("BENCH_OUTBOX_KEYS", "1000"));
-		try (ConfigurableApplicationContext context = application(infrastructure);
-				ConfigurableApplicationContext second = application(infrastructure)) {
+		try (ConfigurableApplicationContext context = application(infrastructure, scenario);
+				ConfigurableApplicationContext second = application(infrastructure, scenario)) {
 			Outbox outbox = context.getBean(Outbox.class);
 			TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
@@ -113,13 +115,13 @@ public final class OutboxBenchmark {
 			double[] percentiles = Percentiles.p50p99(latency, TimeUnit.MILLISECONDS);
 			double p50 = percentiles[0];
 			double p99 = percentiles[1];
-			System.out.println(String.format("RESULT scenario=OUTBOX events=%d keys=%d throughput=%.0f producer=%.0f "
+			System.out.println(String.format("RESULT scenario=" + scenario + " events=%d keys=%d throughput=%.0f producer=%.0f "
 					+ "twoRelays=%.0f orderViolations=%d steadyEvents=%d latencyP50ms=%.1f latencyP99ms=%.1f", events,
 					keys, throughput, producer, pair, violations, measured, p50, p99));
 		}
 	}
 
-	private static ConfigurableApplicationContext application(Properties infrastructure) {
+	private static ConfigurableApplicationContext application(Properties infrastructure, String scenario) {
 		return new SpringApplicationBuilder(App.class).web(WebApplicationType.NONE)
 			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
 					"spring.datasource.url=" + infrastructure.getProperty("jdbc"), "spring.datasource.username=postgres",
@@ -127,6 +129,7 @@ public final class OutboxBenchmark {
 					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
 					"spring.datasource.hikari.maximum-pool-size=4")
 			.properties(BenchmarkScenario.extraProperties())
+			.properties("idempotency.outbox.claim-ahead=" + "OUTBOX_AHEAD".equals(scenario))
 			.run();
 	}
 
