@@ -51,18 +51,7 @@ class OutboxClaimAheadIntegrationTests {
 				"idempotency.flyway.table=ahead_schema_history", "idempotency.outbox.batch-size=2",
 				"idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
-			OutboxRelay relay = context.getBean(OutboxRelay.class);
-			relay.stop();
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
-				outbox.publish(topic, "k1", "k1-first " + BlockingInterceptor.BLOCK);
-				outbox.publish(topic, "k2", "k2-first");
-				outbox.publish(topic, "k1", "k1-second");
-				outbox.publish(topic, "k3", "k3-first");
-				outbox.publish(topic, "k4", "k4-first");
-			});
-			relay.start();
-			assertThat(BlockingInterceptor.blocked.await(30, TimeUnit.SECONDS)).isTrue();
+			relayUntilTheFirstSendIsHeld(context, topic, "k1", "k2", "k1-second", "k3", "k4");
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			try {
 				// the first batch (k1-first, k2-first) is in flight, held in the send of
@@ -105,17 +94,7 @@ class OutboxClaimAheadIntegrationTests {
 				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=3s",
 				"idempotency.outbox.initial-backoff=100ms", "idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
-			OutboxRelay relay = context.getBean(OutboxRelay.class);
-			relay.stop();
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
-				outbox.publish(topic, "k1", "k1-first " + BlockingInterceptor.BLOCK);
-				outbox.publish(topic, "k2", "k2-first");
-				outbox.publish(topic, "k3", "k3-first");
-				outbox.publish(topic, "k4", "k4-first");
-			});
-			relay.start();
-			assertThat(BlockingInterceptor.blocked.await(30, TimeUnit.SECONDS)).isTrue();
+			relayUntilTheFirstSendIsHeld(context, topic, "k1", "k2", "k3", "k4");
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			await().atMost(Duration.ofSeconds(10))
 				.untilAsserted(() -> assertThat(leased(jdbc, "late_ahead_outbox")).contains("k3-first", "k4-first"));
@@ -128,6 +107,29 @@ class OutboxClaimAheadIntegrationTests {
 				.map((value) -> value.replace(" " + BlockingInterceptor.BLOCK, ""))
 				.contains("k1-first", "k2-first", "k3-first", "k4-first");
 		}
+	}
+
+	/**
+	 * Write one event per key in one transaction while the relay is stopped (a key given
+	 * as {@code k1-second} writes the second event of {@code k1}), start the relay, and
+	 * wait until the send of the first event ({@code k1-first}) is held.
+	 */
+	private static void relayUntilTheFirstSendIsHeld(ConfigurableApplicationContext context, String topic,
+			String... keys) throws InterruptedException {
+		OutboxRelay relay = context.getBean(OutboxRelay.class);
+		relay.stop();
+		Outbox outbox = context.getBean(Outbox.class);
+		context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			for (String key : keys) {
+				String payload = key.contains("-") ? key : key + "-first";
+				if (payload.equals("k1-first")) {
+					payload += " " + BlockingInterceptor.BLOCK;
+				}
+				outbox.publish(topic, key.split("-")[0], payload);
+			}
+		});
+		relay.start();
+		assertThat(BlockingInterceptor.blocked.await(30, TimeUnit.SECONDS)).isTrue();
 	}
 
 	private static List<String> leased(JdbcTemplate jdbc, String table) {
