@@ -68,8 +68,8 @@ public final class OutboxBenchmark {
 				.get();
 		}
 		int keys = Integer.parseInt(System.getenv().getOrDefault("BENCH_OUTBOX_KEYS", "1000"));
-		try (ConfigurableApplicationContext context = application(infrastructure, scenario);
-				ConfigurableApplicationContext second = application(infrastructure, scenario)) {
+		try (ConfigurableApplicationContext context = application(infrastructure, scenario, run);
+				ConfigurableApplicationContext second = application(infrastructure, scenario, run)) {
 			Outbox outbox = context.getBean(Outbox.class);
 			TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
@@ -121,7 +121,12 @@ public final class OutboxBenchmark {
 		}
 	}
 
-	private static ConfigurableApplicationContext application(Properties infrastructure, String scenario) {
+	/**
+	 * An application on an outbox table of this run's own (shared by the run's two
+	 * instances), so that no round relays over the dead rows of the rounds before it.
+	 */
+	private static ConfigurableApplicationContext application(Properties infrastructure, String scenario,
+			String run) {
 		return new SpringApplicationBuilder(App.class).web(WebApplicationType.NONE)
 			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
 					"spring.datasource.url=" + infrastructure.getProperty("jdbc"), "spring.datasource.username=postgres",
@@ -129,7 +134,8 @@ public final class OutboxBenchmark {
 					"spring.kafka.bootstrap-servers=" + infrastructure.getProperty("kafka"),
 					"spring.datasource.hikari.maximum-pool-size=4")
 			.properties(BenchmarkScenario.extraProperties())
-			.properties("idempotency.outbox.claim-ahead=" + "OUTBOX_AHEAD".equals(scenario))
+			.properties("idempotency.outbox.claim-ahead=" + "OUTBOX_AHEAD".equals(scenario),
+					"idempotency.outbox.table=outbox_" + run, "idempotency.flyway.table=schema_history_" + run)
 			.run();
 	}
 
