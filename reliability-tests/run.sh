@@ -3,6 +3,8 @@
 #   reliability-tests/run.sh --size=full [--seed=N] [--events=N] [--kills=N] ...
 #   reliability-tests/run.sh --size=ci --seed=42        (the size the build runs)
 #   reliability-tests/run.sh --size=control             (the negative control: must fail)
+# RELIABILITY_WORKLOAD_ARGS="--idempotency.outbox.claim-ahead=true ..." adds application properties
+# to every workload process.
 # Exits 0 when the checker found nothing, 1 otherwise. Data and logs of each process:
 # reliability-tests/target/reliability/run-<seed>/ (control-<seed>/ for the control).
 set -euo pipefail

@@ -15,7 +15,7 @@ final class Workload {
 	Workload(RunOptions options, String jdbcUrl, String bootstrapServers, String redisUrl, Path logs) {
 		for (int i = 0; i < options.workers(); i++) {
 			String name = "worker-" + i;
-			List<String> arguments = List.of("--spring.main.banner-mode=off", "--logging.level.root=WARN",
+			List<String> arguments = new ArrayList<>(List.of("--spring.main.banner-mode=off", "--logging.level.root=WARN",
 					"--spring.datasource.url=" + jdbcUrl, "--spring.datasource.username=postgres",
 					"--spring.datasource.password=postgres", "--spring.datasource.hikari.maximum-pool-size=5",
 					"--spring.datasource.hikari.connection-timeout=1000",
@@ -30,7 +30,12 @@ final class Workload {
 					"--idempotency.outbox.max-backoff=5s",
 					// a broker outage must delay events, not kill them
 					"--idempotency.outbox.max-attempts=1000", "--idempotency.infrastructure-retry.max-interval=5s",
-					"--workload.idempotent=" + !options.control(), "--workload.worker=" + name);
+					"--workload.idempotent=" + !options.control(), "--workload.worker=" + name));
+			// more application properties for every workload process, e.g. a relay setting to try
+			String extra = System.getenv("RELIABILITY_WORKLOAD_ARGS");
+			if (extra != null && !extra.isBlank()) {
+				arguments.addAll(List.of(extra.trim().split("\\s+")));
+			}
 			this.processes.add(new JavaProcess(name,
 					List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"),
 					TransferApplication.class.getName(), arguments, logs.resolve(name + ".log")));
