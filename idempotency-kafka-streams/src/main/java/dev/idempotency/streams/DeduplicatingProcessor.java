@@ -59,8 +59,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		long timestamp = record.timestamp();
 		boolean late = timestamp < context().currentStreamTimeMs() - this.settings.graceMs();
-		// a record on time is stored in the same step as the lookup (one pass through the
-		// store's layers); a late one is only looked up, since it may be dropped
+		// a record on time is stored in the same store call as the lookup (putIfAbsent); a
+		// late one is only looked up, since it may be dropped
 		Long seenAt = late ? lookUp(key) : rememberIfAbsent(key, timestamp);
 		if (seenAt != null && Math.abs(timestamp - seenAt) <= this.settings.windowMs()) {
 			this.meters.duplicate();

@@ -320,26 +320,29 @@ public final class OutboxRepository {
 	 * @return the number released
 	 */
 	int release(List<Long> ids, String owner) {
-		// in the claim's turn, as a failure is recorded
-		Integer released = this.transactions.execute((status) -> {
-			takeClaimTurn();
-			return this.jdbc.update((connection) -> {
-				PreparedStatement statement = connection.prepareStatement(this.releaseIdsSql);
-				statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
-				statement.setString(2, owner);
-				return statement;
-			});
+		return updateInClaimTurn((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.releaseIdsSql);
+			statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
+			statement.setString(2, owner);
+			return statement;
 		});
-		return (released != null) ? released : 0;
 	}
 
 	int release(String owner) {
-		// in the claim's turn, as a failure is recorded
-		Integer released = this.transactions.execute((status) -> {
-			takeClaimTurn();
-			return this.jdbc.update(this.releaseSql, owner);
+		return updateInClaimTurn((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.releaseSql);
+			statement.setString(1, owner);
+			return statement;
 		});
-		return (released != null) ? released : 0;
+	}
+
+	// in the claim's turn, as a failure is recorded
+	private int updateInClaimTurn(PreparedStatementCreator update) {
+		Integer updated = this.transactions.execute((status) -> {
+			takeClaimTurn();
+			return this.jdbc.update(update);
+		});
+		return (updated != null) ? updated : 0;
 	}
 
 	/**
