@@ -79,22 +79,38 @@ public final class OutboxBenchmark {
 			secondRelay.stop();
 			relay.stop();
 
+			// Warm-up: both paths once on topics of their own, so that neither the baseline
+			// nor the relay is measured while this JVM or the broker's compiles its code
+			ProducerBaseline.eventsPerSecond(context.getBean(ProducerFactory.class), warmupTopic, events, keys);
+			backlog(transactions, outbox, warmupTopic, events, keys);
+			relay.start();
+			while (published(meters, warmupTopic) < events) {
+				Thread.sleep(5);
+			}
+			relay.stop();
+
 			// baseline: a plain producer with the relay's settings, the same events from memory
+			CpuBusy before = CpuBusy.snapshot();
 			double producer = ProducerBaseline.eventsPerSecond(context.getBean(ProducerFactory.class), producerTopic,
 					events, keys);
+			System.err.println("PHASE producer: " + Math.round(producer) + " events/s, " + CpuBusy.snapshot().since(before));
 
 			// throughput: a backlog written while the relay is stopped
 			backlog(transactions, outbox, throughputTopic, events, keys);
+			System.err.println("PHASE backlog written");
+			before = CpuBusy.snapshot();
 			long begin = System.nanoTime();
 			relay.start();
 			while (published(meters, throughputTopic) < events) {
 				Thread.sleep(5);
 			}
 			double throughput = events / ((System.nanoTime() - begin) / 1e9);
+			System.err.println("PHASE relay: " + Math.round(throughput) + " events/s, " + CpuBusy.snapshot().since(before));
 
 			// two relay instances on one outbox
 			relay.stop();
 			backlog(transactions, outbox, pairTopic, events, keys);
+			before = CpuBusy.snapshot();
 			begin = System.nanoTime();
 			relay.start();
 			secondRelay.start();
@@ -102,6 +118,7 @@ public final class OutboxBenchmark {
 				Thread.sleep(5);
 			}
 			double pair = events / ((System.nanoTime() - begin) / 1e9);
+			System.err.println("PHASE two relays: " + Math.round(pair) + " events/s, " + CpuBusy.snapshot().since(before));
 			secondRelay.stop();
 			long violations = ProducerBaseline.orderViolations(kafka, pairTopic, events);
 

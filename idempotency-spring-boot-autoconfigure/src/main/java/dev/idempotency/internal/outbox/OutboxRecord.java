@@ -8,8 +8,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * An event the relay claimed, as read back from the outbox table.
+ *
+ * @param claim the claim that took it, with the other events of its batch
  */
-record OutboxRecord(long id, UUID eventId, @Nullable String key, String topic, byte[] payload,
+record OutboxRecord(long claim, long id, UUID eventId, @Nullable String key, String topic, byte[] payload,
 		Map<String, String> headers, @Nullable String type, @Nullable String aggregateType, int attempts,
 		Instant createdAt) {
 }

@@ -130,7 +130,11 @@ public final class OutboxRelay implements SmartLifecycle {
 	private void relay(List<OutboxRecord> batch, long started, long claimed) {
 		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
 		long acknowledged = System.nanoTime();
-		this.repository.complete(outcome.sent, this.owner, this.settings.deleteSent());
+		List<Long> claims = claims(batch);
+		// without failures, the claim is given back with the completion, in one statement;
+		// with failures, once they are recorded
+		this.repository.complete(outcome.sent, outcome.failed.isEmpty() ? claims : List.of(), this.owner,
+				this.settings.deleteSent());
 		if (!outcome.failed.isEmpty()) {
 			logger.warn(outcome.failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
 					+ "retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
@@ -143,7 +147,10 @@ public final class OutboxRelay implements SmartLifecycle {
 				producers.reset();
 			}
 		}
-		List<Long> dead = this.repository.fail(outcome.failed, this.owner, this.settings.maxAttempts());
+		List<Long> dead = List.of();
+		if (!outcome.failed.isEmpty()) {
+			dead = this.repository.fail(outcome.failed, claims, this.owner, this.settings.maxAttempts());
+		}
 		if (logger.isDebugEnabled()) {
 			long done = System.nanoTime();
 			logger.debug(String.format("Relayed %d of %d events: claim %.1f ms, send and acknowledgments %.1f ms, "
@@ -265,12 +272,16 @@ public final class OutboxRelay implements SmartLifecycle {
 		return held < this.settings.lease().minus(this.settings.sendTimeout().multipliedBy(2)).toNanos();
 	}
 
+	private static List<Long> claims(List<OutboxRecord> batch) {
+		return batch.stream().map(OutboxRecord::claim).distinct().toList();
+	}
+
 	private void releaseQuietly(List<OutboxRecord> batch) {
 		if (batch.isEmpty()) {
 			return;
 		}
 		try {
-			this.repository.release(batch.stream().map(OutboxRecord::id).toList(), this.owner);
+			this.repository.release(claims(batch), this.owner);
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Could not give back the leases of a batch claimed ahead; they expire after "
@@ -298,6 +309,7 @@ public final class OutboxRelay implements SmartLifecycle {
 		if (!this.settings.deleteSent()) {
 			this.repository.purgeSent(this.settings.retention());
 		}
+		this.repository.purgeExpiredClaims(this.settings.lease().multipliedBy(10));
 	}
 
 	@Override

@@ -45,17 +45,25 @@ public final class OutboxRepository {
 			""";
 
 	// One relay instance claims at a time (a transaction-scoped advisory lock), so that
-	// the order check sees every other instance's committed leases. An event is claimable
-	// when it is due, not leased, and no older event of its key is dead, backing off or
-	// leased elsewhere; older claimable events of the key come first in id order and are
-	// claimed in the same batch. Only dead, failed (or held back or re-queued: last_error
-	// is set) or leased events can block, and the check names that condition so that it
-	// runs on the small partial index of them.
+	// each claim sees every other instance's committed claims. A claim takes the due events
+	// in id order whose key no live claim holds and whose key has no older event that is
+	// dead, backing off or leased (by an earlier version of the relay, on the event row),
+	// and records their keys, as hashes, in one row of the claims table: it writes nothing
+	// on the events. Older claimable events of a key come first in id order and are taken
+	// in the same batch. Only dead, failed (or held back or re-queued: last_error is set)
+	// or leased events can block, and the check names that condition so that it runs on
+	// the small partial index of them. An expired claim that held a key taken now is
+	// deleted, so that its owner can no longer record failures for the key's events.
 	private static final String CLAIM = """
-			WITH due AS (
-			    SELECT o.id FROM %1$s o
+			WITH busy AS (
+			    SELECT unnest(key_hashes) AS key_hash FROM %1$s_claims WHERE lease_until >= now()),
+			due AS (
+			    SELECT o.id, hashtext(coalesce(o.aggregate_id, o.id::text)) AS key_hash, o.event_id, o.aggregate_id,
+			        o.topic, o.payload, o.type, o.aggregate_type, o.attempts, o.created_at, o.headers
+			    FROM %1$s o
 			    WHERE o.status = 'PENDING' AND o.next_attempt_at <= now()
 			      AND (o.lease_until IS NULL OR o.lease_until < now())
+			      AND hashtext(coalesce(o.aggregate_id, o.id::text)) NOT IN (SELECT key_hash FROM busy)
 			      AND NOT EXISTS (
 			          SELECT 1 FROM %1$s older
 			          WHERE older.aggregate_id = o.aggregate_id AND older.id < o.id
@@ -63,13 +71,21 @@ public final class OutboxRepository {
 			                 OR (older.status = 'PENDING' AND (older.last_error IS NOT NULL OR older.lease_owner IS NOT NULL)))
 			            AND (older.status = 'DEAD' OR older.next_attempt_at > now() OR older.lease_until >= now()))
 			    ORDER BY o.id
-			    LIMIT %2$d
-			    FOR UPDATE SKIP LOCKED)
-			UPDATE %1$s SET lease_owner = ?, lease_until = now() + make_interval(secs => ?)
-			FROM due WHERE %1$s.id = due.id
-			RETURNING %1$s.id, event_id, aggregate_id, topic, payload, type, aggregate_type, attempts, created_at,
+			    LIMIT %2$d),
+			held AS (
+			    SELECT array_agg(DISTINCT key_hash) AS key_hashes FROM due HAVING count(*) > 0),
+			taken_over AS (
+			    DELETE FROM %1$s_claims expired USING held
+			    WHERE expired.lease_until < now() AND expired.key_hashes && held.key_hashes),
+			claim AS (
+			    INSERT INTO %1$s_claims (lease_owner, lease_until, key_hashes)
+			    SELECT ?, now() + make_interval(secs => ?), key_hashes FROM held
+			    RETURNING id)
+			SELECT claim.id AS claim_id, due.id, event_id, aggregate_id, topic, payload, type, aggregate_type, attempts,
+			    created_at,
 			    CASE WHEN headers <> '{}' THEN ARRAY(SELECT key FROM jsonb_each_text(headers)) END AS header_names,
 			    CASE WHEN headers <> '{}' THEN ARRAY(SELECT value FROM jsonb_each_text(headers)) END AS header_values
+			FROM due CROSS JOIN claim
 			""";
 
 	// The claim must walk the pending index in id order and stop after a batch. On a
@@ -81,11 +97,20 @@ public final class OutboxRepository {
 
 	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
-	private static final String DELETE_SENT = "DELETE FROM %s WHERE id = ANY(?) AND lease_owner = ?";
+	// Sent events are completed whoever holds their keys now: they were acknowledged. The
+	// claim is given back in the same statement, once its events are.
+	private static final String DELETE_SENT = """
+			WITH sent AS (DELETE FROM %1$s WHERE id = ANY(?) RETURNING id),
+			released AS (DELETE FROM %1$s_claims WHERE id = ANY(?) AND lease_owner = ?)
+			SELECT count(*) FROM sent
+			""";
 
 	private static final String MARK_SENT = """
-			UPDATE %s SET status = 'SENT', sent_at = now(), lease_owner = NULL, lease_until = NULL
-			WHERE id = ANY(?) AND lease_owner = ?
+			WITH sent AS (
+			    UPDATE %1$s SET status = 'SENT', sent_at = now(), lease_owner = NULL, lease_until = NULL
+			    WHERE id = ANY(?) RETURNING id),
+			released AS (DELETE FROM %1$s_claims WHERE id = ANY(?) AND lease_owner = ?)
+			SELECT count(*) FROM sent
 			""";
 
 	private static final String FAIL = """
@@ -96,17 +121,21 @@ public final class OutboxRepository {
 			    lease_owner = NULL, lease_until = NULL
 			FROM unnest(?::bigint[], ?::text[], ?::float8[], ?::boolean[])
 			    AS failed (id, error, delay_seconds, attempted)
-			WHERE %s.id = failed.id AND lease_owner = ?
-			RETURNING %s.id, status
+			WHERE %1$s.id = failed.id
+			  AND EXISTS (
+			      SELECT 1 FROM %1$s_claims c
+			      WHERE c.lease_owner = ? AND hashtext(coalesce(%1$s.aggregate_id, %1$s.id::text)) = ANY(c.key_hashes))
+			RETURNING %1$s.id, status
 			""";
 
-	private static final String RELEASE = """
-			UPDATE %s SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ? AND status = 'PENDING'
-			""";
+	private static final String RELEASE = "DELETE FROM %s_claims WHERE lease_owner = ?";
 
-	private static final String RELEASE_IDS = """
-			UPDATE %s SET lease_owner = NULL, lease_until = NULL
-			WHERE id = ANY(?) AND lease_owner = ? AND status = 'PENDING'
+	private static final String RELEASE_CLAIMS = "DELETE FROM %s_claims WHERE id = ANY(?) AND lease_owner = ?";
+
+	// Claims that ended long ago without a claim taking over their keys (their relay
+	// stopped, and its events were sent by it or by no one since).
+	private static final String PURGE_CLAIMS = """
+			DELETE FROM %s_claims WHERE lease_until < now() - make_interval(secs => ?)
 			""";
 
 	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
@@ -159,7 +188,9 @@ public final class OutboxRepository {
 
 	private final String releaseSql;
 
-	private final String releaseIdsSql;
+	private final String releaseClaimsSql;
+
+	private final String purgeClaimsSql;
 
 	private final String requeueSql;
 
@@ -188,9 +219,10 @@ public final class OutboxRepository {
 		this.claimSql = CLAIM.formatted(name, batchSize);
 		this.deleteSentSql = DELETE_SENT.formatted(name);
 		this.markSentSql = MARK_SENT.formatted(name);
-		this.failSql = FAIL.formatted(name, name, name);
+		this.failSql = FAIL.formatted(name);
 		this.releaseSql = RELEASE.formatted(name);
-		this.releaseIdsSql = RELEASE_IDS.formatted(name);
+		this.releaseClaimsSql = RELEASE_CLAIMS.formatted(name);
+		this.purgeClaimsSql = PURGE_CLAIMS.formatted(name);
 		this.requeueSql = REQUEUE.formatted(name);
 		this.purgeSql = PURGE.formatted(name);
 		this.statsSql = STATS.formatted(name);
@@ -257,24 +289,42 @@ public final class OutboxRepository {
 		this.jdbc.query(LOCK, (ResultSet rs) -> null, this.lockKey);
 	}
 
-	int complete(List<Long> ids, String owner, boolean delete) {
-		if (ids.isEmpty()) {
+	/**
+	 * Complete sent events (delete them, or mark them sent) and give back claims, in one
+	 * statement.
+	 * @param ids the events the broker acknowledged
+	 * @param claims the claims to give back with them (none while failures of the batch
+	 * are still to be recorded)
+	 * @param owner the relay instance
+	 * @param delete whether to delete the events or mark them sent
+	 * @return the number of events completed
+	 */
+	int complete(List<Long> ids, List<Long> claims, String owner, boolean delete) {
+		if (ids.isEmpty() && claims.isEmpty()) {
 			return 0;
 		}
-		return this.jdbc.update((connection) -> {
+		Integer completed = this.jdbc.query((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(delete ? this.deleteSentSql : this.markSentSql);
 			statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
-			statement.setString(2, owner);
+			statement.setArray(2, connection.createArrayOf("int8", claims.toArray()));
+			statement.setString(3, owner);
 			return statement;
-		});
+		}, (ResultSet row) -> row.next() ? row.getInt(1) : 0);
+		return (completed != null) ? completed : 0;
 	}
 
 	/**
-	 * Record failed attempts and schedule the next ones.
+	 * Record failed attempts and schedule the next ones, and give back the claims that
+	 * took the events, in one transaction.
+	 * @param failures why each event was not sent, by id
+	 * @param claims the claims to give back
+	 * @param owner the relay instance
+	 * @param maxAttempts the attempts after which an event is dead
 	 * @return the ids that became {@code DEAD}
 	 */
-	List<Long> fail(Map<Long, Failure> failures, String owner, int maxAttempts) {
+	List<Long> fail(Map<Long, Failure> failures, List<Long> claims, String owner, int maxAttempts) {
 		if (failures.isEmpty()) {
+			release(claims, owner);
 			return List.of();
 		}
 		Long[] ids = failures.keySet().toArray(Long[]::new);
@@ -288,11 +338,12 @@ public final class OutboxRepository {
 			attempted[i] = failure.attempted();
 		}
 		List<Long> dead = new ArrayList<>();
-		// In the claim's turn: a claim running meanwhile would find these events locked by
-		// this update, skip them and claim the later events of their keys.
+		// Not in the claim's turn: a claim reads no row locks, so a claim running meanwhile
+		// sees the events either before this transaction, their keys held by the claims
+		// given back here, or after it, backing off (or dead).
 		this.transactions.executeWithoutResult((status) -> {
-			takeClaimTurn();
 			recordFailures(ids, errors, delays, attempted, owner, maxAttempts, dead);
+			release(claims, owner);
 		});
 		return dead;
 	}
@@ -316,33 +367,39 @@ public final class OutboxRepository {
 	}
 
 	/**
-	 * Give back the leases of some events claimed and not sent.
-	 * @return the number released
+	 * Give back claims whose events were not sent (or whose failures are recorded).
+	 * @param claims the claims
+	 * @param owner the relay instance that made them
+	 * @return the number of claims given back
 	 */
-	int release(List<Long> ids, String owner) {
-		return updateInClaimTurn((connection) -> {
-			PreparedStatement statement = connection.prepareStatement(this.releaseIdsSql);
-			statement.setArray(1, connection.createArrayOf("int8", ids.toArray()));
+	int release(List<Long> claims, String owner) {
+		if (claims.isEmpty()) {
+			return 0;
+		}
+		return this.jdbc.update((connection) -> {
+			PreparedStatement statement = connection.prepareStatement(this.releaseClaimsSql);
+			statement.setArray(1, connection.createArrayOf("int8", claims.toArray()));
 			statement.setString(2, owner);
 			return statement;
 		});
 	}
 
+	/**
+	 * Give back every claim of a relay instance.
+	 * @param owner the relay instance
+	 * @return the number of claims given back
+	 */
 	int release(String owner) {
-		return updateInClaimTurn((connection) -> {
-			PreparedStatement statement = connection.prepareStatement(this.releaseSql);
-			statement.setString(1, owner);
-			return statement;
-		});
+		return this.jdbc.update(this.releaseSql, owner);
 	}
 
-	// in the claim's turn, as a failure is recorded
-	private int updateInClaimTurn(PreparedStatementCreator update) {
-		Integer updated = this.transactions.execute((status) -> {
-			takeClaimTurn();
-			return this.jdbc.update(update);
-		});
-		return (updated != null) ? updated : 0;
+	/**
+	 * Delete claims whose lease ended long ago.
+	 * @param age how long ago
+	 * @return the number deleted
+	 */
+	int purgeExpiredClaims(Duration age) {
+		return this.jdbc.update(this.purgeClaimsSql, age.toMillis() / 1000.0);
 	}
 
 	/**
@@ -387,7 +444,7 @@ public final class OutboxRepository {
 				headers.put(keys[i], values[i]);
 			}
 		}
-		return new OutboxRecord(row.getLong("id"), row.getObject("event_id", UUID.class), row.getString("aggregate_id"),
+		return new OutboxRecord(row.getLong("claim_id"), row.getLong("id"), row.getObject("event_id", UUID.class), row.getString("aggregate_id"),
 				row.getString("topic"), row.getBytes("payload"), headers, row.getString("type"),
 				row.getString("aggregate_type"), row.getInt("attempts"), row.getTimestamp("created_at").toInstant());
 	}
