@@ -249,7 +249,7 @@ public final class FaultDriver {
 		if (left > 0) {
 			this.midRelayKills++;
 		}
-		log("SIGKILL " + process + " with " + left + " outbox events leased to its relay, restart in "
+		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims, restart in "
 				+ fault.duration().toMillis() + " ms");
 	}
 

@@ -28,9 +28,9 @@ final class LedgerDatabase {
 	Map<String, List<String>> leasesByWorker() throws SQLException {
 		try (Connection connection = connect();
 				ResultSet owners = connection.createStatement().executeQuery("""
-						SELECT DISTINCT r.worker, r.lease_owner FROM outbox o
-						JOIN relay_owners r ON r.lease_owner = o.lease_owner
-						WHERE o.lease_until > now()""")) {
+						SELECT DISTINCT r.worker, r.lease_owner FROM outbox_claims c
+						JOIN relay_owners r ON r.lease_owner = c.lease_owner
+						WHERE c.lease_until > now()""")) {
 			Map<String, List<String>> result = new HashMap<>();
 			while (owners.next()) {
 				result.computeIfAbsent(owners.getString(1), (worker) -> new ArrayList<>()).add(owners.getString(2));
@@ -39,10 +39,16 @@ final class LedgerDatabase {
 		}
 	}
 
+	/**
+	 * Count the outbox events whose keys the given relays' claims hold.
+	 */
 	long leasedRows(List<String> owners) throws SQLException {
 		try (Connection connection = connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT count(*) FROM outbox WHERE lease_owner = ANY(?)")) {
+				PreparedStatement statement = connection.prepareStatement("""
+						SELECT count(*) FROM outbox o WHERE EXISTS (
+						    SELECT 1 FROM outbox_claims c
+						    WHERE c.lease_owner = ANY(?)
+						      AND hashtext(coalesce(o.aggregate_id, o.id::text)) = ANY(c.key_hashes))""")) {
 			statement.setArray(1, connection.createArrayOf("varchar", owners.toArray()));
 			try (ResultSet count = statement.executeQuery()) {
 				count.next();
@@ -59,14 +65,14 @@ final class LedgerDatabase {
 		long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
 		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
 			while (true) {
-				try (ResultSet table = statement.executeQuery("SELECT to_regclass('outbox') IS NOT NULL")) {
+				try (ResultSet table = statement.executeQuery("SELECT to_regclass('outbox_claims') IS NOT NULL")) {
 					table.next();
 					if (table.getBoolean(1)) {
 						break;
 					}
 				}
 				if (System.nanoTime() > deadline) {
-					throw new IllegalStateException("The workload did not create the outbox table in 2 minutes");
+					throw new IllegalStateException("The workload did not create the outbox tables in 2 minutes");
 				}
 				Thread.sleep(200);
 			}
@@ -76,12 +82,11 @@ final class LedgerDatabase {
 					BEGIN
 					    INSERT INTO relay_owners
 					    SELECT DISTINCT lease_owner, current_setting('application_name') FROM claimed
-					    WHERE lease_owner IS NOT NULL
 					    ON CONFLICT DO NOTHING;
 					    RETURN NULL;
 					END $$""");
 			statement.execute("""
-					CREATE TRIGGER record_relay_owner AFTER UPDATE ON outbox
+					CREATE TRIGGER record_relay_owner AFTER INSERT ON outbox_claims
 					REFERENCING NEW TABLE AS claimed FOR EACH STATEMENT EXECUTE FUNCTION record_relay_owner()""");
 		}
 	}
