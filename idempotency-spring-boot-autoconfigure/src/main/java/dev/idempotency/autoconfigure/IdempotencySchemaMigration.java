@@ -65,8 +65,10 @@ final class IdempotencySchemaMigration implements InitializingBean {
 	 */
 	private void requireTables() {
 		JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
-		for (TableName table : List.of(this.processedMessages, this.outbox)) {
-			if (!Boolean.TRUE.equals(jdbc.queryForObject(TABLE_EXISTS, Boolean.class, table.qualified()))) {
+		// the relay's claims table is named after the outbox table
+		for (String table : List.of(this.processedMessages.qualified(), this.outbox.qualified(),
+				this.outbox.qualified() + "_claims")) {
+			if (!Boolean.TRUE.equals(jdbc.queryForObject(TABLE_EXISTS, Boolean.class, table))) {
 				String history = new TableName(this.processedMessages.schema(), this.historyTable).qualified();
 				throw new IllegalStateException("Table '" + table + "' does not exist, although the Flyway history "
 						+ "table '" + history + "' records the starter's migrations as applied: they ran for tables "

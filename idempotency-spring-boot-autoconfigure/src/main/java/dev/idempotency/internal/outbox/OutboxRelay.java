@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
@@ -68,8 +69,6 @@ public final class OutboxRelay implements SmartLifecycle {
 	private boolean autoStartup = true;
 
 	private @Nullable Thread thread;
-
-	private long nextHousekeeping;
 
 	/**
 	 * Create a relay.
@@ -180,6 +179,14 @@ public final class OutboxRelay implements SmartLifecycle {
 			thread.setDaemon(true);
 			return thread;
 		});
+		// every 10 s, on a thread of its own: the statistics read the whole table, which
+		// must not hold up the relay's next batch
+		ScheduledExecutorService housekeeper = Executors.newSingleThreadScheduledExecutor((task) -> {
+			Thread thread = new Thread(task, "idempotency-outbox-housekeeping");
+			thread.setDaemon(true);
+			return thread;
+		});
+		housekeeper.scheduleWithFixedDelay(this::housekeeping, 0, 10, TimeUnit.SECONDS);
 		ClaimedAhead ahead = null;
 		int cyclesWithoutClaimAhead = 0;
 		try {
@@ -224,7 +231,6 @@ public final class OutboxRelay implements SmartLifecycle {
 						}
 						relay(batch, started, claimedAt);
 					}
-					housekeeping();
 					recordOldestPending();
 				}
 				catch (RuntimeException ex) {
@@ -254,6 +260,7 @@ public final class OutboxRelay implements SmartLifecycle {
 				ahead.awaitQuietly();
 			}
 			claimer.shutdown();
+			housekeeper.shutdown();
 		}
 	}
 
@@ -300,16 +307,17 @@ public final class OutboxRelay implements SmartLifecycle {
 	}
 
 	private void housekeeping() {
-		long now = System.nanoTime();
-		if (now - this.nextHousekeeping < 0) {
-			return;
+		try {
+			this.metrics.stats(this.repository.stats());
+			if (!this.settings.deleteSent()) {
+				this.repository.purgeSent(this.settings.retention());
+			}
+			this.repository.purgeExpiredClaims(this.settings.lease().multipliedBy(10));
 		}
-		this.nextHousekeeping = now + Duration.ofSeconds(10).toNanos();
-		this.metrics.stats(this.repository.stats());
-		if (!this.settings.deleteSent()) {
-			this.repository.purgeSent(this.settings.retention());
+		catch (RuntimeException ex) {
+			// a failed run must not cancel the next ones
+			logger.warn("Outbox statistics or purge failed; trying again in 10 seconds: " + ex);
 		}
-		this.repository.purgeExpiredClaims(this.settings.lease().multipliedBy(10));
 	}
 
 	@Override

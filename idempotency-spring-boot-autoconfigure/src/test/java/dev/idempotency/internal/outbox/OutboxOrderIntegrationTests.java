@@ -117,6 +117,23 @@ class OutboxOrderIntegrationTests {
 	}
 
 	/**
+	 * After an upgrade, an event leased on its row by the previous version of the relay
+	 * blocks its key until that lease ends.
+	 */
+	@Test
+	void anEventLeasedByThePreviousVersionOfTheRelayBlocksItsKeyUntilTheLeaseEnds() {
+		String key = "old-lease-" + UUID.randomUUID();
+		UUID first = publish(key, "first");
+		UUID second = publish(key, "second");
+		jdbc.update("UPDATE order_outbox SET lease_owner = 'previous-relay', lease_until = now() + interval '1 second' "
+				+ "WHERE event_id = ?", first);
+		assertThat(repository.claim("relay-a", LEASE)).isEmpty();
+		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(repository.claim("relay-a", LEASE))
+			.extracting(OutboxRecord::eventId)
+			.containsExactly(first, second));
+	}
+
+	/**
 	 * A relay whose claim expired and was taken over cannot record a failure for the
 	 * events it took: they are the new claimant's now.
 	 */
