@@ -8,9 +8,11 @@ import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessageStore;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -20,6 +22,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
@@ -27,6 +30,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.core.ConnectionCallback;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -83,6 +87,30 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			RETURNING idempotency_key, (SELECT set_config('lock_timeout', previous, true) FROM settings)
 			""";
 
+	// The same insert without ON CONFLICT, tried first in a savepoint: a plain insert of new
+	// keys costs about 0.6 x the speculative insertion ON CONFLICT makes for every row.
+	// A key already there (or inserted by a concurrent claim that commits first) fails it
+	// with a unique violation; the savepoint is rolled back and CLAIM_ALL decides.
+	private static final String CLAIM_ALL_NEW = """
+			WITH settings AS (
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
+			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			    AS batch (idempotency_key, topic, partition, record_offset)
+			RETURNING idempotency_key, (SELECT set_config('lock_timeout', previous, true) FROM settings)
+			""";
+
+	// Below this many keys, the savepoint's two round trips cost more than the plain
+	// insert saves.
+	private static final int PLAIN_INSERT_MIN_KEYS = 16;
+
+	// After a batch whose plain insert met a key already claimed (a replay, a rebalance),
+	// the next batches go straight to CLAIM_ALL.
+	private static final int BATCHES_WITHOUT_PLAIN_INSERT_AFTER_A_CONFLICT = 16;
+
+	private static final String UNIQUE_VIOLATION = "23505";
+
 	private static final String EXISTS = """
 			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
 			""";
@@ -112,6 +140,10 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private final String claimAllSql;
 
+	private final String claimAllNewSql;
+
+	private final AtomicInteger batchesWithoutPlainInsert = new AtomicInteger();
+
 	private final String unclaimSql;
 
 	private final String leasedSql;
@@ -138,6 +170,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.unclaimSql = UNCLAIM.formatted(table.qualified());
 		this.leasedSql = LEASED.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
+		this.claimAllNewSql = CLAIM_ALL_NEW.formatted(table.qualified());
 		this.leases = new JdbcLeaseStore(jdbcTemplate, table);
 		this.rows = new JdbcClaimRows(this, jdbcTemplate, table);
 		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
@@ -179,7 +212,10 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	/**
 	 * Claim a batch in one statement: a multi-row {@code INSERT ... ON CONFLICT DO NOTHING
 	 * RETURNING} over arrays of the keys. The returned keys are the new ones; of a key that
-	 * appears several times in the batch, the first occurrence is new.
+	 * appears several times in the batch, the first occurrence is new. A batch of at least
+	 * 16 keys is first inserted without {@code ON CONFLICT}, in a savepoint, which is
+	 * cheaper when every key is new; if one is not, the savepoint is rolled back and the
+	 * batch claimed as above.
 	 */
 	@Override
 	public List<Claim> claimAll(List<ProcessedMessage> messages) {
@@ -227,15 +263,18 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			i++;
 		}
 		try {
+			if (size >= PLAIN_INSERT_MIN_KEYS && plainInsertAllowed()) {
+				List<String> inserted = this.jdbcTemplate
+					.execute((ConnectionCallback<@Nullable List<String>>) (connection) -> insertAllNew(connection, scope,
+							keys, topics, partitions, offsets));
+				if (inserted != null) {
+					return inserted;
+				}
+				this.batchesWithoutPlainInsert.set(BATCHES_WITHOUT_PLAIN_INSERT_AFTER_A_CONFLICT);
+			}
 			List<String> inserted = this.jdbcTemplate.query((connection) -> {
 				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
-				int index = 1;
-				statement.setString(index++, this.lockTimeout);
-				statement.setString(index++, scope);
-				statement.setArray(index++, connection.createArrayOf("varchar", keys));
-				statement.setArray(index++, connection.createArrayOf("varchar", topics));
-				statement.setArray(index++, connection.createArrayOf("int4", partitions));
-				statement.setArray(index, connection.createArrayOf("int8", offsets));
+				bindBatch(statement, connection, scope, keys, topics, partitions, offsets);
 				return statement;
 			}, (row, rowNum) -> row.getString(1));
 			return (inserted != null) ? inserted : List.of();
@@ -243,6 +282,49 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		catch (DataAccessException ex) {
 			throw translated(ex, scope, messages.get(0));
 		}
+	}
+
+	private boolean plainInsertAllowed() {
+		return this.batchesWithoutPlainInsert.getAndUpdate((left) -> Math.max(0, left - 1)) == 0;
+	}
+
+	/**
+	 * Insert every key of a batch, in a savepoint.
+	 * @return the keys, all inserted, or {@code null} if one was already there (the
+	 * savepoint rolled back: nothing of the batch is inserted)
+	 */
+	private @Nullable List<String> insertAllNew(Connection connection, String scope, String[] keys, String[] topics,
+			Integer[] partitions, Long[] offsets) throws SQLException {
+		Savepoint savepoint = connection.setSavepoint();
+		List<String> inserted = new ArrayList<>(keys.length);
+		try (PreparedStatement statement = connection.prepareStatement(this.claimAllNewSql)) {
+			bindBatch(statement, connection, scope, keys, topics, partitions, offsets);
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					inserted.add(rows.getString(1));
+				}
+			}
+		}
+		catch (SQLException ex) {
+			if (UNIQUE_VIOLATION.equals(ex.getSQLState())) {
+				connection.rollback(savepoint);
+				return null;
+			}
+			throw ex;
+		}
+		connection.releaseSavepoint(savepoint);
+		return inserted;
+	}
+
+	private void bindBatch(PreparedStatement statement, Connection connection, String scope, String[] keys,
+			String[] topics, Integer[] partitions, Long[] offsets) throws SQLException {
+		int index = 1;
+		statement.setString(index++, this.lockTimeout);
+		statement.setString(index++, scope);
+		statement.setArray(index++, connection.createArrayOf("varchar", keys));
+		statement.setArray(index++, connection.createArrayOf("varchar", topics));
+		statement.setArray(index++, connection.createArrayOf("int4", partitions));
+		statement.setArray(index, connection.createArrayOf("int8", offsets));
 	}
 
 	@Override

@@ -6,11 +6,14 @@ import dev.idempotency.store.ProcessedMessageStore;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 
 import javax.sql.DataSource;
 
@@ -224,6 +227,77 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		assertThat(store.isProcessed("cleanup", old)).isFalse();
 		assertThat(store.isProcessed("cleanup", fresh)).isTrue();
 		assertThat(registry.get("idempotency.cleanup.deleted").counter().count()).isGreaterThanOrEqualTo(1.0);
+	}
+
+	/**
+	 * A batch of 16 keys or more is first inserted without {@code ON CONFLICT}, in a
+	 * savepoint. One key already processed fails that insert: the batch is claimed again
+	 * with {@code ON CONFLICT DO NOTHING}, in the same transaction, which goes on and
+	 * commits, with the lock timeout put back.
+	 */
+	@Test
+	void aLargeBatchWithOneProcessedKeyClaimsTheOthersInTheSameTransaction() {
+		// a store of its own: after a conflict, a store leaves out the plain insert for a while
+		JdbcProcessedMessageStore fresh = store(dataSource, Duration.ofSeconds(5));
+		List<ProcessedMessage> batch = batch(20);
+		assertThat(claimAndComplete(batch.get(7))).isTrue();
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		List<Object> result = transactions.execute((status) -> {
+			String before = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			List<Boolean> claims = fresh.claimAll(batch).stream().map(Claim::isNew).toList();
+			String after = jdbc.queryForObject("SHOW lock_timeout", String.class);
+			return List.of(claims, before.equals(after));
+		});
+		List<Boolean> expected = new ArrayList<>(Collections.nCopies(20, true));
+		expected.set(7, false);
+		assertThat(result).containsExactly(expected, true);
+		assertThat(batch).allSatisfy((message) -> assertThat(store.isProcessed("group", message.key())).isTrue());
+		// and a batch of new keys right after it, now with ON CONFLICT
+		List<ProcessedMessage> next = batch(20);
+		assertThat(claimAll(fresh, next)).containsOnly(true).hasSize(20);
+		assertThat(next).allSatisfy((message) -> assertThat(store.isProcessed("group", message.key())).isTrue());
+	}
+
+	@Test
+	void aLargeBatchWaitsForAConcurrentClaimOfOneOfItsKeysAndThenSeesItAsADuplicate() throws Exception {
+		List<ProcessedMessage> batch = batch(20);
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(batch.get(3), claimed, release, false);
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		JdbcProcessedMessageStore fresh = store(dataSource, Duration.ofSeconds(5));
+		CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(fresh, batch));
+		Thread.sleep(300);
+		assertThat(second).isNotDone();
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		List<Boolean> expected = new ArrayList<>(Collections.nCopies(20, true));
+		expected.set(3, false);
+		assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo(expected);
+	}
+
+	@Test
+	void aLargeBatchTakesAKeyWhoseConcurrentClaimRollsBack() throws Exception {
+		List<ProcessedMessage> batch = batch(20);
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(batch.get(3), claimed, release, true);
+		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+		JdbcProcessedMessageStore fresh = store(dataSource, Duration.ofSeconds(5));
+		CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(fresh, batch));
+		Thread.sleep(300);
+		release.countDown();
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(second.get(10, TimeUnit.SECONDS)).containsOnly(true).hasSize(20);
+	}
+
+	private static List<Boolean> claimAll(JdbcProcessedMessageStore store, List<ProcessedMessage> messages) {
+		return transactions.execute((status) -> store.claimAll(messages).stream().map(Claim::isNew).toList());
+	}
+
+	private static List<ProcessedMessage> batch(int size) {
+		String prefix = UUID.randomUUID().toString();
+		return IntStream.range(0, size).mapToObj((i) -> message("group", prefix + "-" + i)).toList();
 	}
 
 	@Test
