@@ -121,10 +121,11 @@ public final class OutboxRepository {
 			    lease_owner = NULL, lease_until = NULL
 			FROM unnest(?::bigint[], ?::text[], ?::float8[], ?::boolean[])
 			    AS failed (id, error, delay_seconds, attempted)
-			WHERE %1$s.id = failed.id
+			WHERE %1$s.id = failed.id AND %1$s.status = 'PENDING'
 			  AND EXISTS (
 			      SELECT 1 FROM %1$s_claims c
-			      WHERE c.lease_owner = ? AND hashtext(coalesce(%1$s.aggregate_id, %1$s.id::text)) = ANY(c.key_hashes))
+			      WHERE c.id = ANY(?::bigint[]) AND c.lease_owner = ?
+			        AND hashtext(coalesce(%1$s.aggregate_id, %1$s.id::text)) = ANY(c.key_hashes))
 			RETURNING %1$s.id, status
 			""";
 
@@ -315,9 +316,10 @@ public final class OutboxRepository {
 
 	/**
 	 * Record failed attempts and schedule the next ones, and give back the claims that
-	 * took the events, in one transaction.
+	 * took the events, in one transaction. A failure is recorded only for a pending event
+	 * whose key one of these claims still holds: not under a claim taken over meanwhile.
 	 * @param failures why each event was not sent, by id
-	 * @param claims the claims to give back
+	 * @param claims the claims that took the events, given back
 	 * @param owner the relay instance
 	 * @param maxAttempts the attempts after which an event is dead
 	 * @return the ids that became {@code DEAD}
@@ -342,14 +344,14 @@ public final class OutboxRepository {
 		// sees the events either before this transaction, their keys held by the claims
 		// given back here, or after it, backing off (or dead).
 		this.transactions.executeWithoutResult((status) -> {
-			recordFailures(ids, errors, delays, attempted, owner, maxAttempts, dead);
+			recordFailures(ids, errors, delays, attempted, claims, owner, maxAttempts, dead);
 			release(claims, owner);
 		});
 		return dead;
 	}
 
-	private void recordFailures(Long[] ids, String[] errors, Double[] delays, Boolean[] attempted, String owner,
-			int maxAttempts, List<Long> dead) {
+	private void recordFailures(Long[] ids, String[] errors, Double[] delays, Boolean[] attempted, List<Long> claims,
+			String owner, int maxAttempts, List<Long> dead) {
 		this.jdbc.query((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.failSql);
 			statement.setInt(1, maxAttempts);
@@ -357,7 +359,8 @@ public final class OutboxRepository {
 			statement.setArray(3, connection.createArrayOf("text", errors));
 			statement.setArray(4, connection.createArrayOf("float8", delays));
 			statement.setArray(5, connection.createArrayOf("bool", attempted));
-			statement.setString(6, owner);
+			statement.setArray(6, connection.createArrayOf("int8", claims.toArray()));
+			statement.setString(7, owner);
 			return statement;
 		}, (ResultSet row) -> {
 			if ("DEAD".equals(row.getString(2))) {
@@ -399,7 +402,13 @@ public final class OutboxRepository {
 	 * @return the number deleted
 	 */
 	int purgeExpiredClaims(Duration age) {
-		return this.jdbc.update(this.purgeClaimsSql, age.toMillis() / 1000.0);
+		// in the claim's turn: a claim deletes expired claims too, and two deletes of
+		// several rows each, in no common order, could deadlock
+		Integer purged = this.transactions.execute((status) -> {
+			takeClaimTurn();
+			return this.jdbc.update(this.purgeClaimsSql, age.toMillis() / 1000.0);
+		});
+		return (purged != null) ? purged : 0;
 	}
 
 	/**

@@ -117,6 +117,29 @@ class OutboxOrderIntegrationTests {
 	}
 
 	/**
+	 * A failure is recorded only under the claim that took the event: a relay whose claim
+	 * was taken over, and which holds the key again by a later claim, cannot turn an event
+	 * the other relay sent (here marked sent) back into a pending or dead one.
+	 */
+	@Test
+	void aLateFailureUnderATakenOverClaimChangesNothingWhileItsRelayHoldsTheKeyAgain() {
+		String key = "late-failure-" + UUID.randomUUID();
+		UUID first = publish(key, "first");
+		List<OutboxRecord> stale = repository.claim("relay-a", Duration.ofMillis(200));
+		assertThat(stale).extracting(OutboxRecord::eventId).containsExactly(first);
+		List<OutboxRecord> taken = await().atMost(Duration.ofSeconds(10))
+			.until(() -> repository.claim("relay-b", LEASE), (claimed) -> !claimed.isEmpty());
+		assertThat(repository.complete(List.of(taken.get(0).id()), List.of(taken.get(0).claim()), "relay-b", false))
+			.isOne();
+		UUID second = publish(key, "second");
+		assertThat(repository.claim("relay-a", LEASE)).extracting(OutboxRecord::eventId).containsExactly(second);
+		assertThat(repository.fail(Map.of(stale.get(0).id(), new Failure("late", Duration.ofMinutes(1), true)),
+				List.of(stale.get(0).claim()), "relay-a", 1)).isEmpty();
+		assertThat(jdbc.queryForObject("SELECT status || ':' || attempts FROM order_outbox WHERE event_id = ?",
+				String.class, first)).isEqualTo("SENT:0");
+	}
+
+	/**
 	 * After an upgrade, an event leased on its row by the previous version of the relay
 	 * blocks its key until that lease ends.
 	 */
