@@ -8,6 +8,7 @@ import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessageStore;
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,6 +16,7 @@ import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -75,29 +77,37 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			""";
 
 	// Keys are sorted before they are sent, so that two consumers claiming overlapping
-	// batches take the index locks in the same order and cannot deadlock.
+	// batches take the index locks in the same order and cannot deadlock. The rows are
+	// inserted by a CTE and the lock timeout is put back by the SELECT that aggregates them,
+	// once every row is in: a RETURNING clause would put it back with the first row, and
+	// the wait of every later key would go unbounded.
 	private static final String INSERT_ALL = """
 			WITH settings AS (
-			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true))
-			INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
-			SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
-			FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
-			    AS batch (idempotency_key, topic, partition, record_offset)
+			    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', ?, true)),
+			claimed AS (
+			    INSERT INTO %s (consumer_group, idempotency_key, topic, partition, record_offset, processed_at)
+			    SELECT ?, batch.idempotency_key, batch.topic, batch.partition, batch.record_offset, now()
+			    FROM settings, unnest(?::varchar[], ?::varchar[], ?::int[], ?::bigint[])
+			        AS batch (idempotency_key, topic, partition, record_offset)
 			""";
 
-	private static final String RETURNING_ALL = """
-			RETURNING idempotency_key, (SELECT set_config('lock_timeout', previous, true) FROM settings)
-			""";
-
+	// the keys inserted, as one array
 	private static final String CLAIM_ALL = INSERT_ALL + """
-			ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
-			""" + RETURNING_ALL;
+			    ON CONFLICT (consumer_group, idempotency_key) DO NOTHING
+			    RETURNING idempotency_key)
+			SELECT array_agg(idempotency_key), (SELECT set_config('lock_timeout', previous, true) FROM settings)
+			FROM claimed
+			""";
 
 	// The same insert without ON CONFLICT, tried first in a savepoint: a plain insert of new
 	// keys costs about 0.6 x the speculative insertion ON CONFLICT makes for every row.
 	// A key already there (or inserted by a concurrent claim that commits first) fails it
-	// with a unique violation; the savepoint is rolled back and CLAIM_ALL decides.
-	private static final String CLAIM_ALL_NEW = INSERT_ALL + RETURNING_ALL;
+	// with a unique violation; the savepoint is rolled back and CLAIM_ALL decides. When it
+	// succeeds, every key is in, so it only counts them.
+	private static final String CLAIM_ALL_NEW = INSERT_ALL + """
+			    RETURNING 1)
+			SELECT count(*), (SELECT set_config('lock_timeout', previous, true) FROM settings) FROM claimed
+			""";
 
 	// Below this many keys, the savepoint's two round trips cost more than the plain
 	// insert saves.
@@ -270,11 +280,17 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 				}
 				this.batchesWithoutPlainInsert.set(BATCHES_WITHOUT_PLAIN_INSERT_AFTER_A_CONFLICT);
 			}
-			List<String> inserted = this.jdbcTemplate.query((connection) -> {
-				PreparedStatement statement = connection.prepareStatement(this.claimAllSql);
-				bindBatch(statement, connection, scope, keys, topics, partitions, offsets);
-				return statement;
-			}, (row, rowNum) -> row.getString(1));
+			List<String> inserted = this.jdbcTemplate.execute((ConnectionCallback<List<String>>) (connection) -> {
+				try (PreparedStatement statement = connection.prepareStatement(this.claimAllSql)) {
+					bindBatch(statement, connection, scope, keys, topics, partitions, offsets);
+					try (ResultSet row = statement.executeQuery()) {
+						row.next();
+						Array array = row.getArray(1);
+						// array_agg of no rows is NULL
+						return (array != null) ? Arrays.asList((String[]) array.getArray()) : List.of();
+					}
+				}
+			});
 			return (inserted != null) ? inserted : List.of();
 		}
 		catch (DataAccessException ex) {
@@ -294,12 +310,13 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	private @Nullable List<String> insertAllNew(Connection connection, String scope, String[] keys, String[] topics,
 			Integer[] partitions, Long[] offsets) throws SQLException {
 		Savepoint savepoint = connection.setSavepoint();
-		List<String> inserted = new ArrayList<>(keys.length);
 		try (PreparedStatement statement = connection.prepareStatement(this.claimAllNewSql)) {
 			bindBatch(statement, connection, scope, keys, topics, partitions, offsets);
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					inserted.add(rows.getString(1));
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				if (row.getInt(1) != keys.length) {
+					throw new IllegalStateException(
+							"Inserted " + row.getInt(1) + " of the batch's " + keys.length + " keys without a conflict");
 				}
 			}
 		}
@@ -311,7 +328,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			throw ex;
 		}
 		connection.releaseSavepoint(savepoint);
-		return inserted;
+		return Arrays.asList(keys);
 	}
 
 	private void bindBatch(PreparedStatement statement, Connection connection, String scope, String[] keys,

@@ -8,10 +8,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 
@@ -24,6 +26,8 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.dao.PessimisticLockingFailureException;
@@ -137,6 +141,28 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 			assertThatExceptionOfType(PessimisticLockingFailureException.class)
 				.isThrownBy(() -> transactions.execute((TransactionStatus status) -> impatient.claim(message).isNew()));
+		}
+		finally {
+			release.countDown();
+		}
+		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@ParameterizedTest
+	@ValueSource(ints = { 5, 20 })
+	void aBatchGivesUpAfterTheLockTimeoutWhateverTheHeldKeysPlaceInIt(int size) throws Exception {
+		JdbcProcessedMessageStore impatient = store(dataSource, Duration.ofMillis(200));
+		List<ProcessedMessage> batch = batch(size);
+		// the held key is neither the first nor the last the claim inserts (keys go in sorted)
+		ProcessedMessage held = batch.stream().sorted(Comparator.comparing(ProcessedMessage::key)).toList().get(2);
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> first = holdClaim(held, claimed, release, false);
+		try {
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(impatient, batch));
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> second.get(5, TimeUnit.SECONDS))
+				.withCauseInstanceOf(PessimisticLockingFailureException.class);
 		}
 		finally {
 			release.countDown();
