@@ -1,6 +1,7 @@
 package dev.idempotency.streams;
 
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 
 import org.apache.commons.logging.Log;
@@ -91,7 +92,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private @Nullable String extractKey(FixedKeyRecord<K, V> record) {
 		try {
-			return this.settings.keyExtractor().extract(record.key(), record.value(), record.headers());
+			String key = this.settings.keyExtractor().extract(record.key(), record.value(), record.headers());
+			return (key != null) ? storable(key) : null;
 		}
 		catch (RuntimeException ex) {
 			this.meters.extractorFailed();
@@ -99,6 +101,27 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					"The idempotency key extractor of " + this.settings.name() + " failed on the record at "
 							+ coordinates() + ": " + ex.getMessage(), ex);
 		}
+	}
+
+	/**
+	 * Return the key as the store can hold it. The store encodes keys as UTF-8, which has
+	 * no form for an unpaired surrogate (Java writes {@code ?} for it, so {@code "k\uD800"},
+	 * {@code "k\uDC00"} and {@code "k?"} would be one key): such a key is stored as a NUL
+	 * character, {@code utf16:} and the hex form of its UTF-16 code units.
+	 */
+	static String storable(String key) {
+		for (int i = 0; i < key.length(); i++) {
+			char c = key.charAt(i);
+			if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+				i++;
+			}
+			else if (Character.isSurrogate(c)) {
+				StringBuilder codeUnits = new StringBuilder("\0utf16:");
+				key.chars().forEach((unit) -> codeUnits.append(HexFormat.of().toHexDigits((char) unit)));
+				return codeUnits.toString();
+			}
+		}
+		return key;
 	}
 
 	private void missingKey(FixedKeyRecord<K, V> record) {

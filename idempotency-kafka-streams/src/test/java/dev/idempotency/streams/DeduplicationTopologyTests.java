@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.function.UnaryOperator;
 
@@ -21,6 +22,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.test.TestRecord;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -195,6 +197,19 @@ class DeduplicationTopologyTests {
 		assertThat(values()).containsExactly("a1");
 		assertThat(count("failed", "extractor-error")).isEqualTo(1);
 		assertThat(this.registry.get(DeduplicationMeters.RECORDS).counters()).hasSize(8);
+	}
+
+	@Test
+	void keepsKeysThatUtf8CannotEncodeApart() {
+		// a key read from a JSON field may hold an unpaired surrogate ("\\ud800"), which
+		// UTF-8 cannot encode: Java writes '?' for it
+		Map<String, String> keys = Map.of("high", "k\uD800", "low", "k\uDC00", "question", "k?");
+		start((builder) -> builder.keyExtractor(IdempotencyKeyExtractor.value(keys::get)));
+		send("k1", "high", null, T0);
+		send("k1", "low", null, T0);
+		send("k1", "question", null, T0);
+		send("k1", "high", null, T0);
+		assertThat(values()).containsExactly("high", "low", "question");
 	}
 
 	@ParameterizedTest(name = "bytes {0}")

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.key;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -8,7 +9,11 @@ import java.util.HexFormat;
 /**
  * Fits keys and scopes into the store's columns: a value longer than the column is
  * replaced by {@code sha256:} and the hex SHA-256 digest of its UTF-8 bytes, never
- * truncated (truncation would make distinct keys collide).
+ * truncated (truncation would make distinct keys collide). So is a value with a NUL
+ * character, which PostgreSQL text cannot hold, and one with an unpaired surrogate,
+ * which UTF-8 cannot encode (Java writes {@code ?} for it, so {@code "k\uD800"},
+ * {@code "k\uDC00"} and {@code "k?"} would be one key); that one is digested from its
+ * UTF-16 code units.
  */
 public final class StoredKey {
 
@@ -28,10 +33,36 @@ public final class StoredKey {
 	 * @return the stored form
 	 */
 	public static String of(String value) {
-		if (value.length() <= MAX_LENGTH && value.indexOf('\0') < 0) {
+		boolean wellFormed = isWellFormed(value);
+		if (wellFormed && value.length() <= MAX_LENGTH && value.indexOf('\0') < 0) {
 			return value;
 		}
-		return digest(value.getBytes(StandardCharsets.UTF_8));
+		return digest(wellFormed ? value.getBytes(StandardCharsets.UTF_8) : codeUnits(value));
+	}
+
+	private static boolean isWellFormed(String value) {
+		for (int i = 0; i < value.length(); i++) {
+			char c = value.charAt(i);
+			if (Character.isHighSurrogate(c) && i + 1 < value.length()
+					&& Character.isLowSurrogate(value.charAt(i + 1))) {
+				i++;
+			}
+			else if (Character.isSurrogate(c)) {
+				return false;
+			}
+		}
+		return true;
+	}
+
+	// the UTF-16 code units, after a byte that no UTF-8 text contains, so that the digest
+	// cannot be that of a well-formed value
+	private static byte[] codeUnits(String value) {
+		ByteBuffer bytes = ByteBuffer.allocate(1 + 2 * value.length());
+		bytes.put((byte) 0xFF);
+		for (int i = 0; i < value.length(); i++) {
+			bytes.putChar(value.charAt(i));
+		}
+		return bytes.array();
 	}
 
 	static String digest(byte[] bytes) {

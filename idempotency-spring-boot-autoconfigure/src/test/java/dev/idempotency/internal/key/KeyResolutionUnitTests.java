@@ -112,6 +112,17 @@ class KeyResolutionUnitTests {
 		assertThat(StoredKey.of(common + "1")).isEqualTo(first);
 	}
 
+	@Test
+	void storesKeysWithAnUnpairedSurrogateAsADigestThatKeepsThemApart() {
+		String high = StoredKey.of("k\uD800");
+		String low = StoredKey.of("k\uDC00");
+		assertThat(high).startsWith("sha256:").isNotEqualTo(low).isNotEqualTo(StoredKey.of("k?"));
+		assertThat(StoredKey.of("k\uD800")).isEqualTo(high);
+		// a well-formed pair stays as it is
+		String pair = "k\uD83D\uDE00";
+		assertThat(StoredKey.of(pair)).isSameAs(pair);
+	}
+
 	private static ConsumerRecord<String, String> record(String topic, int partition, long offset) {
 		return new ConsumerRecord<>(topic, partition, offset, "k", "v");
 	}
