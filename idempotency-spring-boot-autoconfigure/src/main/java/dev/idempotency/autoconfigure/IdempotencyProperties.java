@@ -220,6 +220,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param enabled Whether to provide the Outbox bean and run the relay, when the
 	 * application has a DataSource and spring-kafka.
 	 * @param table Name of the outbox table, in the schema of the processed-messages table.
+	 * At most 56 characters: the relay's claims table is named after it, with "_claims"
+	 * appended, within PostgreSQL's limit of 63 bytes for identifiers.
 	 * @param relayEnabled Whether this instance runs a relay. Switch off on instances that
 	 * only write events.
 	 * @param batchSize Maximum number of events claimed and sent per relay cycle.
@@ -253,9 +255,23 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
 			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead) {
 
+		// the relay's claims table is named after the outbox table, with this suffix
+		private static final String CLAIMS_TABLE_SUFFIX = "_claims";
+
+		// PostgreSQL's limit for identifiers, in bytes (one per character of a plain one)
+		private static final int MAX_IDENTIFIER_LENGTH = 63;
+
 		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
+			// PostgreSQL would truncate a longer name of the claims table, silently, and
+			// the relay would use a table of another name
+			if (table.length() + CLAIMS_TABLE_SUFFIX.length() > MAX_IDENTIFIER_LENGTH) {
+				throw new IllegalArgumentException("Invalid idempotency.outbox.table name '" + table + "': at most "
+						+ (MAX_IDENTIFIER_LENGTH - CLAIMS_TABLE_SUFFIX.length()) + " characters, so that the name of "
+						+ "its claims table, '" + table + CLAIMS_TABLE_SUFFIX + "', stays within PostgreSQL's limit of "
+						+ MAX_IDENTIFIER_LENGTH + " bytes for identifiers");
+			}
 			if (batchSize < 1 || maxAttempts < 1) {
 				throw new IllegalArgumentException(
 						"idempotency.outbox.batch-size and idempotency.outbox.max-attempts must be at least 1");

@@ -12,7 +12,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Invalid property values stop the application at start-up with a message that names the
  * property: negative durations, unknown enum values and table names that are not plain
- * SQL identifiers.
+ * SQL identifiers (or whose companion tables' names would be too long).
  */
 class BadConfigurationTests {
 
@@ -69,6 +69,7 @@ class BadConfigurationTests {
 			idempotency.store.jdbc.schema | public.x                  | Invalid schema name 'public.x'
 			idempotency.outbox.table      | "outbox"                  | idempotency.outbox.table
 			idempotency.outbox.table      | 1outbox                   | idempotency.outbox.table
+			idempotency.outbox.table      | outbox_of_the_ledger_service_of_the_payments_department_x | idempotency.outbox.table name 'outbox_of_the_ledger_service_of_the_payments_department_x': at most 56 characters
 			idempotency.flyway.table      | history-table             | idempotency.flyway.table
 			""")
 	void failsFastOnATableNameThatIsNotAnIdentifier(String property, String value, String message) {

@@ -52,8 +52,12 @@ public final class OutboxRepository {
 	// on the events. Older claimable events of a key come first in id order and are taken
 	// in the same batch. Only dead, failed (or held back or re-queued: last_error is set)
 	// or leased events can block, and the check names that condition so that it runs on
-	// the small partial index of them. An expired claim that held a key taken now is
-	// deleted, so that its owner can no longer record failures for the key's events.
+	// the small partial index of them. An expired claim that held a key taken now gives
+	// up that key (and is deleted once it holds none), so that its owner can no longer
+	// record failures for the key's events, but still can for the events of its other
+	// keys. The expired claims are locked first, skipping those locked by their owner's
+	// completion, failure record or release, which is deleting them: the claim never
+	// waits for a row lock, so it deadlocks with none of them.
 	private static final String CLAIM = """
 			WITH busy AS (
 			    SELECT unnest(key_hashes) AS key_hash FROM %1$s_claims WHERE lease_until >= now()),
@@ -74,9 +78,17 @@ public final class OutboxRepository {
 			    LIMIT %2$d),
 			held AS (
 			    SELECT array_agg(DISTINCT key_hash) AS key_hashes FROM due HAVING count(*) > 0),
+			expired AS (
+			    SELECT c.id, ARRAY(SELECT h FROM unnest(c.key_hashes) AS h WHERE h <> ALL (held.key_hashes)) AS kept
+			    FROM %1$s_claims c CROSS JOIN held
+			    WHERE c.lease_until < now() AND c.key_hashes && held.key_hashes
+			    FOR UPDATE OF c SKIP LOCKED),
 			taken_over AS (
-			    DELETE FROM %1$s_claims expired USING held
-			    WHERE expired.lease_until < now() AND expired.key_hashes && held.key_hashes),
+			    UPDATE %1$s_claims c SET key_hashes = expired.kept FROM expired
+			    WHERE c.id = expired.id AND cardinality(expired.kept) > 0),
+			emptied AS (
+			    DELETE FROM %1$s_claims c USING expired
+			    WHERE c.id = expired.id AND cardinality(expired.kept) = 0),
 			claim AS (
 			    INSERT INTO %1$s_claims (lease_owner, lease_until, key_hashes)
 			    SELECT ?, now() + make_interval(secs => ?), key_hashes FROM held

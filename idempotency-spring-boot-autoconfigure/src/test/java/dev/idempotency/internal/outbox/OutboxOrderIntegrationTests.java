@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.internal.store.TableName;
 import dev.idempotency.test.TestApplications;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -177,6 +178,56 @@ class OutboxOrderIntegrationTests {
 			.containsExactly("relay-b");
 	}
 
+	/**
+	 * A claim that takes over some keys of an expired claim leaves it the others: the
+	 * relay of the expired claim still records its failures for the events of the keys
+	 * nobody took, and still cannot for the events of the keys taken.
+	 */
+	@Test
+	void aRelayWhoseExpiredClaimWasPartlyTakenOverRecordsFailuresOnlyForTheKeysNobodyTook() {
+		UUID taken = publish("taken-" + UUID.randomUUID(), "first");
+		UUID kept = publish("kept-" + UUID.randomUUID(), "first");
+		List<OutboxRecord> stale = repository.claim("relay-a", Duration.ofMillis(200));
+		assertThat(stale).extracting(OutboxRecord::eventId).containsExactly(taken, kept);
+		// relay b claims batches of one event: it takes over the first key only
+		OutboxRepository batchesOfOne = new OutboxRepository(jdbc, transactions, new TableName(null, "order_outbox"),
+				1);
+		await().atMost(Duration.ofSeconds(10))
+			.untilAsserted(() -> assertThat(batchesOfOne.claim("relay-b", LEASE)).extracting(OutboxRecord::eventId)
+				.containsExactly(taken));
+		Failure late = new Failure("late", Duration.ofMinutes(1), true);
+		assertThat(repository.fail(Map.of(stale.get(0).id(), late, stale.get(1).id(), late),
+				List.of(stale.get(0).claim()), "relay-a", 5)).isEmpty();
+		assertThat(attemptOf(taken)).isEqualTo("PENDING:0:-:due");
+		assertThat(attemptOf(kept)).isEqualTo("PENDING:1:late:backing off");
+		assertThat(jdbc.queryForList("SELECT lease_owner FROM order_outbox_claims", String.class))
+			.containsExactly("relay-b");
+	}
+
+	/**
+	 * A claim takes over the keys of an expired claim without waiting for the claim's
+	 * owner, which is giving it back at the same moment: in the turn that every claim waits
+	 * for, a claim never waits for a row lock, so it deadlocks with no completion, failure
+	 * record or release of the owner.
+	 */
+	@Test
+	void aTakeoverDoesNotWaitForTheOwnerGivingBackTheExpiredClaim() throws Exception {
+		UUID event = publish("given-back-" + UUID.randomUUID(), "only");
+		List<OutboxRecord> stale = repository.claim("relay-a", Duration.ofMillis(200));
+		assertThat(stale).extracting(OutboxRecord::eventId).containsExactly(event);
+		await().atMost(Duration.ofSeconds(10))
+			.until(() -> jdbc.queryForObject("SELECT bool_and(lease_until < now()) FROM order_outbox_claims",
+					Boolean.class));
+		try (OpenTransaction release = OpenTransaction.begin(transactions, jdbc,
+				() -> repository.release(List.of(stale.get(0).claim()), "relay-a"))) {
+			CompletableFuture<List<OutboxRecord>> takeover = CompletableFuture
+				.supplyAsync(() -> repository.claim("relay-b", LEASE));
+			assertThat(takeover.get(10, TimeUnit.SECONDS)).extracting(OutboxRecord::eventId).containsExactly(event);
+		}
+		assertThat(jdbc.queryForList("SELECT lease_owner FROM order_outbox_claims", String.class))
+			.containsExactly("relay-b");
+	}
+
 	@Test
 	void aTransactionPublishingForAKeyWaitsForAnOpenTransactionThatPublishedForItSoIdsFollowCommitOrder()
 			throws Exception {
@@ -246,6 +297,15 @@ class OutboxOrderIntegrationTests {
 			}
 			publish(second, "2");
 		}));
+	}
+
+	/**
+	 * The status, attempts, last error and backoff of an event, as one string.
+	 */
+	private static String attemptOf(UUID event) {
+		return jdbc.queryForObject("SELECT status || ':' || attempts || ':' || coalesce(last_error, '-') || ':' "
+				+ "|| CASE WHEN next_attempt_at > now() THEN 'backing off' ELSE 'due' END "
+				+ "FROM order_outbox WHERE event_id = ?", String.class, event);
 	}
 
 	private static UUID publish(String key, String payload) {
