@@ -21,7 +21,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 
 	private final Acknowledgment delegate;
 
-	private final IntUnaryOperator deliveredIndex;
+	private final @Nullable IntUnaryOperator deliveredIndex;
 
 	private final List<Call> calls = new ArrayList<>(1);
 
@@ -33,15 +33,29 @@ final class DeferredAcknowledgment implements Acknowledgment {
 
 	private @Nullable Duration nackSleep;
 
-	/**
-	 * Wrap the container's acknowledgment.
-	 * @param delegate the container's acknowledgment
-	 * @param deliveredIndex maps an index of the batch the listener sees to the batch the
-	 * container delivered (the identity for a record, or a batch seen whole)
-	 */
-	DeferredAcknowledgment(Acknowledgment delegate, IntUnaryOperator deliveredIndex) {
+	private DeferredAcknowledgment(Acknowledgment delegate, @Nullable IntUnaryOperator deliveredIndex) {
 		this.delegate = delegate;
 		this.deliveredIndex = deliveredIndex;
+	}
+
+	/**
+	 * Wrap the container's acknowledgment of a record.
+	 * @param delegate the container's acknowledgment
+	 * @return the deferred acknowledgment
+	 */
+	static DeferredAcknowledgment ofRecord(Acknowledgment delegate) {
+		return new DeferredAcknowledgment(delegate, null);
+	}
+
+	/**
+	 * Wrap the container's acknowledgment of a batch.
+	 * @param delegate the container's acknowledgment
+	 * @param deliveredIndex maps an index of the batch the listener sees to the batch the
+	 * container delivered (the identity for a batch seen whole)
+	 * @return the deferred acknowledgment
+	 */
+	static DeferredAcknowledgment ofBatch(Acknowledgment delegate, IntUnaryOperator deliveredIndex) {
+		return new DeferredAcknowledgment(delegate, deliveredIndex);
 	}
 
 	@Override
@@ -56,7 +70,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 
 	@Override
 	public synchronized void acknowledge(int index) {
-		int delivered = this.deliveredIndex.applyAsInt(index);
+		int delivered = deliveredIndex(index, "acknowledge(index)");
 		if (this.released) {
 			this.delegate.acknowledge(delivered);
 		}
@@ -65,8 +79,16 @@ final class DeferredAcknowledgment implements Acknowledgment {
 		}
 	}
 
+	// As the container's acknowledgments do, a batch refuses nack(sleep) and a record the
+	// calls with an index, at once: the listener fails and its transaction rolls back. A
+	// call that failed only once passed on, after the commit, would have committed the
+	// work with its claims given up, and the retry would apply it again.
 	@Override
 	public synchronized void nack(Duration sleep) {
+		if (this.deliveredIndex != null) {
+			throw new UnsupportedOperationException(
+					"nack(Duration) is not supported by the acknowledgment of a batch: use nack(index, Duration)");
+		}
 		if (this.released) {
 			this.delegate.nack(sleep);
 			return;
@@ -77,7 +99,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 
 	@Override
 	public synchronized void nack(int index, Duration sleep) {
-		int delivered = this.deliveredIndex.applyAsInt(index); // fails now for an index out of the batch
+		int delivered = deliveredIndex(index, "nack(index, Duration)"); // fails now for an index out of the batch
 		if (this.released) {
 			this.delegate.nack(delivered, sleep);
 			return;
@@ -85,6 +107,14 @@ final class DeferredAcknowledgment implements Acknowledgment {
 		this.nacked = true;
 		this.nackIndex = index;
 		this.nackSleep = sleep;
+	}
+
+	private int deliveredIndex(int index, String call) {
+		if (this.deliveredIndex == null) {
+			throw new UnsupportedOperationException(
+					call + " is not supported by the acknowledgment of a record: it is for batch listeners");
+		}
+		return this.deliveredIndex.applyAsInt(index);
 	}
 
 	@Override
@@ -132,7 +162,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 		this.calls.clear();
 		if (this.nacked && this.nackSleep != null) {
 			if (this.nackIndex >= 0) {
-				this.delegate.nack(this.deliveredIndex.applyAsInt(this.nackIndex), this.nackSleep);
+				this.delegate.nack(deliveredIndex(this.nackIndex, "nack(index, Duration)"), this.nackSleep);
 			}
 			else {
 				this.delegate.nack(this.nackSleep);
@@ -155,16 +185,18 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	 * Put a deferred acknowledgment in place of the container's among the arguments.
 	 * @param method the listener method
 	 * @param arguments the arguments, changed in place
-	 * @param deliveredIndex maps indexes of the batch the listener sees to the delivered one
+	 * @param deliveredIndex for a batch listener, maps indexes of the batch the listener
+	 * sees to the delivered one; {@code null} for a record listener
 	 * @return the deferred acknowledgment, or {@code null} when the method takes none
 	 */
 	static @Nullable DeferredAcknowledgment replace(ListenerMethod method, @Nullable Object[] arguments,
-			IntUnaryOperator deliveredIndex) {
+			@Nullable IntUnaryOperator deliveredIndex) {
 		Acknowledgment acknowledgment = method.acknowledgment(arguments);
 		if (acknowledgment == null) {
 			return null;
 		}
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(acknowledgment, deliveredIndex);
+		DeferredAcknowledgment deferred = (deliveredIndex != null) ? ofBatch(acknowledgment, deliveredIndex)
+				: ofRecord(acknowledgment);
 		arguments[method.acknowledgmentIndex()] = deferred;
 		return deferred;
 	}

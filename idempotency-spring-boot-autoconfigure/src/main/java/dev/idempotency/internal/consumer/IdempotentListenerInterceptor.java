@@ -3,7 +3,6 @@ package dev.idempotency.internal.consumer;
 import java.lang.reflect.Method;
 import java.util.List;
 import java.util.Map;
-import java.util.function.IntUnaryOperator;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
@@ -385,8 +384,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 			return null;
 		}
 		@Nullable Object[] arguments = invocation.getArguments().clone();
-		DeferredAcknowledgment deferred = DeferredAcknowledgment.replace(method, arguments,
-				IntUnaryOperator.identity());
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.replace(method, arguments, null);
 		if (deferred != null) {
 			((ProxyMethodInvocation) invocation).setArguments(arguments);
 		}

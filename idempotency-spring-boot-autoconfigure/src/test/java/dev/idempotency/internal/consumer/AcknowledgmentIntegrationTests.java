@@ -90,6 +90,20 @@ class AcknowledgmentIntegrationTests {
 		}
 	}
 
+	@Test
+	void batchNackWithoutAnIndexFailsInTheListenerAsTheContainerWouldAndAppliesNothingTwice() {
+		String run = UUID.randomUUID().toString().substring(0, 8);
+		Listeners listeners = context.getBean(Listeners.class);
+		// the listener writes the effects of the whole batch, then calls nack(Duration),
+		// which a batch acknowledgment does not support
+		listeners.nackWholeBatchOnce(run + "-a");
+		deliverBatch(run + "-a", run + "-b", run + "-c");
+		for (String key : List.of("a", "b", "c")) {
+			assertThat(effects("batch", run + "-" + key)).as("effects of %s", key).isEqualTo(1);
+		}
+		assertThat(listeners.unsupportedNacks()).contains(run + "-a");
+	}
+
 	private static void deliverBatch(String... keys) {
 		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
 			.getListenerContainer("nack-batch");
@@ -125,6 +139,10 @@ class AcknowledgmentIntegrationTests {
 
 		private final Set<String> nackOnce = ConcurrentHashMap.newKeySet();
 
+		private final Set<String> nackWholeBatchOnce = ConcurrentHashMap.newKeySet();
+
+		private final Set<String> unsupportedNacks = ConcurrentHashMap.newKeySet();
+
 		private final JdbcTemplate jdbc;
 
 		Listeners(JdbcTemplate jdbc) {
@@ -133,6 +151,14 @@ class AcknowledgmentIntegrationTests {
 
 		public void nackOnce(String key) {
 			this.nackOnce.add(key);
+		}
+
+		public void nackWholeBatchOnce(String key) {
+			this.nackWholeBatchOnce.add(key);
+		}
+
+		public Set<String> unsupportedNacks() {
+			return this.unsupportedNacks;
 		}
 
 		@KafkaListener(id = "nack-record", topics = RECORDS, groupId = "nack-record")
@@ -157,6 +183,17 @@ class AcknowledgmentIntegrationTests {
 					return;
 				}
 				insert("batch", key);
+			}
+			String first = records.get(0).value();
+			if (this.nackWholeBatchOnce.remove(first)) {
+				try {
+					acknowledgment.nack(Duration.ofMillis(10));
+				}
+				catch (UnsupportedOperationException ex) {
+					this.unsupportedNacks.add(first);
+					throw ex;
+				}
+				return;
 			}
 			acknowledgment.acknowledge();
 		}

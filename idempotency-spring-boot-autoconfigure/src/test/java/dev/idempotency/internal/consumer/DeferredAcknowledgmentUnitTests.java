@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.kafka.support.Acknowledgment;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Tests for {@link DeferredAcknowledgment}.
@@ -43,7 +44,7 @@ class DeferredAcknowledgmentUnitTests {
 
 	@Test
 	void passesNothingOnBeforeRelease() {
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(this.container, (index) -> index);
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.ofRecord(this.container);
 		deferred.acknowledge();
 		assertThat(this.calls).isEmpty();
 		deferred.release();
@@ -52,7 +53,7 @@ class DeferredAcknowledgmentUnitTests {
 
 	@Test
 	void passesCallsAfterReleaseOnAtOnce() {
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(this.container, (index) -> index);
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.ofRecord(this.container);
 		deferred.release();
 		deferred.acknowledge();
 		assertThat(this.calls).containsExactly("ack");
@@ -60,7 +61,7 @@ class DeferredAcknowledgmentUnitTests {
 
 	@Test
 	void dropsTheAcknowledgmentOfARecordItNacked() {
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(this.container, (index) -> index);
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.ofRecord(this.container);
 		deferred.acknowledge();
 		deferred.nack(Duration.ofMillis(1));
 		deferred.release();
@@ -71,7 +72,7 @@ class DeferredAcknowledgmentUnitTests {
 	void translatesBatchIndexesAndKeepsOnlyAcknowledgmentsBeforeTheNack() {
 		// the listener saw the delivered records 1, 3 and 4
 		int[] delivered = { 1, 3, 4 };
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(this.container, (index) -> delivered[index]);
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.ofBatch(this.container, (index) -> delivered[index]);
 		deferred.acknowledge(0);
 		deferred.acknowledge(2);
 		deferred.acknowledge();
@@ -81,8 +82,21 @@ class DeferredAcknowledgmentUnitTests {
 	}
 
 	@Test
+	void refusesTheCallsTheContainersAcknowledgmentDoesNotSupportAtOnce() {
+		DeferredAcknowledgment batch = DeferredAcknowledgment.ofBatch(this.container, (index) -> index);
+		assertThatExceptionOfType(UnsupportedOperationException.class)
+			.isThrownBy(() -> batch.nack(Duration.ofMillis(1)));
+		assertThat(batch.isNacked()).isFalse();
+		DeferredAcknowledgment record = DeferredAcknowledgment.ofRecord(this.container);
+		assertThatExceptionOfType(UnsupportedOperationException.class).isThrownBy(() -> record.acknowledge(0));
+		assertThatExceptionOfType(UnsupportedOperationException.class)
+			.isThrownBy(() -> record.nack(0, Duration.ofMillis(1)));
+		assertThat(record.isNacked()).isFalse();
+	}
+
+	@Test
 	void forgetsEverythingWhenDiscarded() {
-		DeferredAcknowledgment deferred = new DeferredAcknowledgment(this.container, (index) -> index);
+		DeferredAcknowledgment deferred = DeferredAcknowledgment.ofBatch(this.container, (index) -> index);
 		deferred.acknowledge();
 		deferred.nack(0, Duration.ofMillis(1));
 		deferred.discard();
