@@ -2,12 +2,16 @@ package dev.idempotency.internal.outbox;
 
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+
+import javax.sql.DataSource;
 
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
@@ -108,6 +112,51 @@ class OutboxRelayLifecycleIntegrationTests {
 					.satisfies((eventIds) -> assertThat(Set.copyOf(eventIds)).hasSize(3));
 			}
 		}
+	}
+
+	/**
+	 * A relay that did not stop within the shutdown timeout (here its claim waits on a
+	 * lock) and is started again runs one loop, not two under one owner: the loop left
+	 * behind ends once it gets free.
+	 */
+	@Test
+	void aRelayStartedAgainAfterAStopThatTimedOutRunsOneLoop() throws Exception {
+		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
+				"idempotency.outbox.table=restart_outbox", "idempotency.flyway.table=restart_schema_history",
+				"idempotency.outbox.shutdown-timeout=100ms", "idempotency.outbox.poll-interval=50ms",
+				"idempotency.outbox.idle-poll-interval=50ms" };
+		long before = relayLoops();
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, properties)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			DataSource dataSource = context.getBean(DataSource.class);
+			try (Connection blocker = dataSource.getConnection()) {
+				blocker.setAutoCommit(false);
+				try (Statement statement = blocker.createStatement()) {
+					statement.execute("LOCK TABLE restart_outbox_claims IN ACCESS EXCLUSIVE MODE");
+				}
+				await().atMost(Duration.ofSeconds(20)).until(() -> jdbc.queryForObject(
+						"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%restart_outbox_claims%'",
+						Integer.class) > 0);
+				relay.stop();
+				assertThat(relayLoops()).as("the loop waiting on the lock").isEqualTo(before + 1);
+				relay.start();
+				assertThat(relayLoops()).isEqualTo(before + 2);
+				blocker.rollback();
+			}
+			await().atMost(Duration.ofSeconds(20)).until(() -> relayLoops() == before + 1);
+			Thread.sleep(500);
+			assertThat(relayLoops()).isEqualTo(before + 1);
+			assertThat(relay.isRunning()).isTrue();
+		}
+	}
+
+	private static long relayLoops() {
+		return Thread.getAllStackTraces()
+			.keySet()
+			.stream()
+			.filter((thread) -> thread.isAlive() && thread.getName().equals("idempotency-outbox-relay"))
+			.count();
 	}
 
 	/**
