@@ -4,6 +4,7 @@ import dev.idempotency.internal.key.RecordCoordinates;
 import dev.idempotency.store.LeaseClaim;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessage;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -14,6 +15,8 @@ import javax.sql.DataSource;
 import dev.idempotency.IdempotencyKeyInProgressException;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
@@ -35,11 +38,15 @@ import org.springframework.transaction.support.TransactionTemplate;
 final class JdbcLeaseStore implements LeaseStore {
 
 	// The takeover leaves the diagnostic columns (topic, partition, record_offset) alone:
-	// lease rows do not rely on them.
+	// lease rows do not rely on them. The lock timeout bounds the wait for a transactional
+	// claim of the same key still open; the statement commits alone, so the setting ends
+	// with it.
 	private static final String CLAIM = """
+			WITH settings AS (SELECT set_config('lock_timeout', ?, true))
 			INSERT INTO %1$s AS claimed (consumer_group, idempotency_key, processed_at, status, fencing_token,
 			    lease_until, fingerprint)
-			VALUES (?, ?, now(), 'IN_PROGRESS', nextval('%2$s'), now() + ? * interval '1 millisecond', ?)
+			SELECT ?, ?, now(), 'IN_PROGRESS', nextval('%2$s'), now() + ? * interval '1 millisecond', ?
+			FROM settings
 			ON CONFLICT (consumer_group, idempotency_key) DO UPDATE
 			SET processed_at = now(), status = 'IN_PROGRESS', fencing_token = EXCLUDED.fencing_token,
 			    lease_until = EXCLUDED.lease_until, fingerprint = COALESCE(EXCLUDED.fingerprint, claimed.fingerprint),
@@ -78,6 +85,8 @@ final class JdbcLeaseStore implements LeaseStore {
 
 	private final JdbcTemplate jdbcTemplate;
 
+	private final String lockTimeout;
+
 	private final DataSource dataSource;
 
 	private final TransactionTemplate apart;
@@ -92,8 +101,9 @@ final class JdbcLeaseStore implements LeaseStore {
 
 	private final String failSql;
 
-	JdbcLeaseStore(JdbcTemplate jdbcTemplate, TableName table) {
+	JdbcLeaseStore(JdbcTemplate jdbcTemplate, TableName table, String lockTimeout) {
 		this.jdbcTemplate = jdbcTemplate;
+		this.lockTimeout = lockTimeout;
 		this.dataSource = Objects.requireNonNull(jdbcTemplate.getDataSource(), "jdbcTemplate has no DataSource");
 		TransactionTemplate apart = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
 		apart.setPropagationBehavior(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
@@ -121,9 +131,7 @@ final class JdbcLeaseStore implements LeaseStore {
 	@Override
 	public LeaseClaim claim(ProcessedMessage message, Duration lease, @Nullable String fingerprint) {
 		for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-			List<LeaseClaim> acquired = apart(() -> this.jdbcTemplate.query(this.claimSql,
-					(row, rowNum) -> LeaseClaim.acquired(row.getLong(1), row.getBoolean(2)), message.scope(),
-					message.key(), Math.max(1, lease.toMillis()), fingerprint));
+			List<LeaseClaim> acquired = acquire(message, lease, fingerprint);
 			if (!acquired.isEmpty()) {
 				return acquired.get(0);
 			}
@@ -146,6 +154,23 @@ final class JdbcLeaseStore implements LeaseStore {
 		}
 		throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope() + "' changed hands "
 				+ ATTEMPTS + " times while being claimed (record " + RecordCoordinates.describe(message) + "); retry later");
+	}
+
+	private List<LeaseClaim> acquire(ProcessedMessage message, Duration lease, @Nullable String fingerprint) {
+		try {
+			return apart(() -> this.jdbcTemplate.query(this.claimSql,
+					(row, rowNum) -> LeaseClaim.acquired(row.getLong(1), row.getBoolean(2)), this.lockTimeout,
+					message.scope(), message.key(), Math.max(1, lease.toMillis()), fingerprint));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sqlException
+					&& JdbcProcessedMessageStore.LOCK_NOT_AVAILABLE.equals(sqlException.getSQLState())) {
+				throw new CannotAcquireLockException("Gave up after idempotency.lock-timeout=" + this.lockTimeout
+						+ "ms waiting for a transactional claim of the same key in scope '" + message.scope()
+						+ "' (record " + RecordCoordinates.describe(message) + "); the record will be retried", ex);
+			}
+			throw ex;
+		}
 	}
 
 	@Override

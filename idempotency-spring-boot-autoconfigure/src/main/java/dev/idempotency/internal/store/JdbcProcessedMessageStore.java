@@ -134,7 +134,7 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			DELETE FROM %s WHERE consumer_group = ? AND idempotency_key = ANY(?)
 			""";
 
-	private static final String LOCK_NOT_AVAILABLE = "55P03";
+	static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private final JdbcTemplate jdbcTemplate;
 
@@ -179,11 +179,11 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		this.leasedSql = LEASED.formatted(table.qualified());
 		this.claimAllSql = CLAIM_ALL.formatted(table.qualified());
 		this.claimAllNewSql = CLAIM_ALL_NEW.formatted(table.qualified());
-		this.leases = new JdbcLeaseStore(jdbcTemplate, table);
-		this.rows = new JdbcClaimRows(this, jdbcTemplate, table);
 		// 0 switches PostgreSQL's lock timeout off: wait without bound, whatever the server's default
 		this.lockTimeout = (lockTimeout.isZero() || lockTimeout.isNegative()) ? "0"
 				: Long.toString(Math.max(1, lockTimeout.toMillis()));
+		this.leases = new JdbcLeaseStore(jdbcTemplate, table, this.lockTimeout);
+		this.rows = new JdbcClaimRows(this, jdbcTemplate, table);
 	}
 
 	@Override

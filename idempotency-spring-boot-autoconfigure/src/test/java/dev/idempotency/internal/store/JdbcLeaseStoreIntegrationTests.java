@@ -7,6 +7,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idempotency.test.TestInfrastructure;
@@ -15,11 +19,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.core.io.ClassPathResource;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * {@link JdbcLeaseStore} on a real PostgreSQL, with the shipped migrations: claims commit
@@ -137,6 +143,42 @@ class JdbcLeaseStoreIntegrationTests {
 		jdbc.update("INSERT INTO lease_processed_messages (consumer_group, idempotency_key) VALUES (?, ?)",
 				message.scope(), message.key());
 		assertThat(leases.claim(message, MINUTE, null).state()).isEqualTo(LeaseClaim.State.COMPLETED);
+	}
+
+	@Test
+	void claimGivesUpAfterTheLockTimeoutWhileATransactionalClaimOfTheKeyIsOpen() throws Exception {
+		ProcessedMessage message = message();
+		JdbcProcessedMessageStore transactional = new JdbcProcessedMessageStore(jdbc, TABLE, Duration.ofSeconds(5));
+		LeaseStore impatient = new JdbcProcessedMessageStore(jdbc, TABLE, Duration.ofMillis(200)).leases();
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+		CountDownLatch claimed = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		CompletableFuture<Boolean> holder = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			boolean isNew = transactional.claim(message).isNew();
+			claimed.countDown();
+			await(release);
+			status.setRollbackOnly();
+			return isNew;
+		}));
+		try {
+			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
+			CompletableFuture<LeaseClaim> lease = CompletableFuture.supplyAsync(() -> impatient.claim(message, MINUTE, null));
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> lease.get(5, TimeUnit.SECONDS))
+				.withCauseInstanceOf(PessimisticLockingFailureException.class);
+		}
+		finally {
+			release.countDown();
+		}
+		assertThat(holder.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	private static void await(CountDownLatch latch) {
+		try {
+			latch.await(10, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
 	}
 
 	private static ProcessedMessage message() {
