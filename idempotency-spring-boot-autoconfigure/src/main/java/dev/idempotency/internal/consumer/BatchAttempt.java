@@ -105,6 +105,21 @@ final class BatchAttempt {
 		return -1;
 	}
 
+	/** Whether a record before this one was to be claimed (for a claim that failed). */
+	boolean candidateBefore(int delivered) {
+		return !this.candidates.isEmpty() && this.candidates.get(0) < delivered;
+	}
+
+	/** The record of a message of the batch, or {@code null} if the batch has none. */
+	@Nullable ConsumerRecord<?, ?> recordOf(ProcessedMessage message) {
+		for (int i = 0; i < this.messages.length; i++) {
+			if (message.equals(this.messages[i])) {
+				return this.records.get(i);
+			}
+		}
+		return null;
+	}
+
 	boolean keptBefore(int delivered) {
 		return !this.kept.isEmpty() && this.kept.get(0) < delivered;
 	}

@@ -10,6 +10,7 @@ import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.internal.key.StoredKey;
+import dev.idempotency.internal.store.FailedLeaseKeyException;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
 import dev.idempotency.metrics.Outcome;
@@ -127,6 +128,15 @@ final class BatchInvoker {
 				failed(attempt.claims, 1, metrics, batchFailure);
 				return retryBefore(batchFailure, attempt, pristine, metrics);
 			}
+			ConsumerRecord<?, ?> failedKey = (failure instanceof FailedLeaseKeyException leaseFailed)
+					? attempt.recordOf(leaseFailed.failedMessage()) : null;
+			if (failedKey != null) {
+				// the claim met a key a lease-mode listener marked FAILED: as a record
+				// listener's, that record goes to the recoverer, and only that one
+				failed(attempt.claims, 1, metrics, failure);
+				return retryBefore(new BatchListenerFailedException(failure.getMessage(), failure, failedKey), attempt,
+						pristine, metrics);
+			}
 			throw failed(attempt.claims, candidates.size(), metrics, failure);
 		}
 		int handedBack = 0;
@@ -195,7 +205,8 @@ final class BatchInvoker {
 			Throwable cause = (ex.getCause() != null) ? ex.getCause() : ex;
 			throw (cause instanceof RuntimeException) ? cause : new IllegalStateException(ex.getMessage(), cause);
 		}
-		if (attempt.keptBefore(failed) || (attempt.firstRejected >= 0 && attempt.firstRejected < failed)) {
+		if (attempt.keptBefore(failed) || (attempt.firstRejected >= 0 && attempt.firstRejected < failed)
+				|| (attempt.claims.isEmpty() && attempt.candidateBefore(failed))) {
 			ListenerMethod method = attempt.method;
 			List<Integer> prefix = new ArrayList<>(failed);
 			for (int i = 0; i < failed; i++) {

@@ -1,6 +1,5 @@
 package dev.idempotency.internal.store;
 
-import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyKeyInProgressException;
 
 import dev.idempotency.internal.key.RecordCoordinates;
@@ -17,6 +16,7 @@ import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -369,22 +369,29 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		}
 		Map<String, ProcessedMessage> byKey = new LinkedHashMap<>();
 		duplicates.forEach((message) -> byKey.putIfAbsent(message.key(), message));
-		List<Map.Entry<String, String>> leased = this.jdbcTemplate.query((connection) -> {
+		Map<String, String> leased = new HashMap<>();
+		this.jdbcTemplate.query((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.leasedSql);
 			statement.setString(1, scope);
 			statement.setArray(2, connection.createArrayOf("varchar", byKey.keySet().toArray()));
 			return statement;
-		}, (row, rowNum) -> Map.entry(row.getString(1), row.getString(2)));
-		for (Map.Entry<String, String> lease : leased) {
-			ProcessedMessage message = byKey.get(lease.getKey());
-			String record = (message != null) ? RecordCoordinates.describe(message) : "?";
-			if ("FAILED".equals(lease.getValue())) {
-				throw new IdempotencyClaimFailedException("Key '" + lease.getKey() + "' in scope '" + scope
-						+ "' was marked FAILED by a lease-mode listener of the same scope (record " + record
-						+ "); delete its row to process it again");
+		}, (row) -> {
+			leased.put(row.getString(1), row.getString(2));
+		});
+		// the first in the batch: a batch listener applies the records before it
+		for (ProcessedMessage message : byKey.values()) {
+			String status = leased.get(message.key());
+			if (status == null) {
+				continue;
 			}
-			throw new IdempotencyKeyInProgressException("Key '" + lease.getKey() + "' in scope '" + scope
-					+ "' is held by a lease-mode claim in progress (record " + record + "); retry later");
+			if ("FAILED".equals(status)) {
+				throw new FailedLeaseKeyException("Key '" + message.key() + "' in scope '" + scope
+						+ "' was marked FAILED by a lease-mode listener of the same scope (record "
+						+ RecordCoordinates.describe(message) + "); delete its row to process it again", message);
+			}
+			throw new IdempotencyKeyInProgressException("Key '" + message.key() + "' in scope '" + scope
+					+ "' is held by a lease-mode claim in progress (record " + RecordCoordinates.describe(message)
+					+ "); retry later");
 		}
 	}
 

@@ -1,0 +1,112 @@
+package dev.idempotency.internal.consumer;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.IdempotencyClaimFailedException;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestKafka;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.util.backoff.FixedBackOff;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A batch with a record whose key a lease-mode listener of the same scope marked
+ * {@code FAILED}: as for a record listener, that record goes to the recoverer; the other
+ * records of the batch are applied once, and none of them goes with it.
+ */
+class BatchFailedLeaseKeyIntegrationTests {
+
+	private static final String TOPIC = "it-failed-lease-batch";
+
+	@Test
+	void appliesTheOtherRecordsAndHandsOnlyTheFailedKeysRecordToTheRecoverer() {
+		TestInfrastructure.createTopic(TOPIC, 1);
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA)) {
+			String run = UUID.randomUUID().toString();
+			context.getBean(JdbcTemplate.class)
+				.update("INSERT INTO processed_messages (consumer_group, idempotency_key, processed_at, status, "
+						+ "fencing_token, failure) VALUES (?, ?, now(), 'FAILED', "
+						+ "nextval('processed_messages_fencing_seq'), 'declined')", "failed-lease-batch", run + "-k");
+			for (String key : List.of("a", "b", "k", "c")) {
+				TestKafka.send(TOPIC, 0, run + "-" + key, Map.of("X-Idempotency-Key", run + "-" + key));
+			}
+			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("failed-lease-batch").start();
+			TestKafka.awaitCommitted("failed-lease-batch", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
+			Batches batches = context.getBean(Batches.class);
+			assertThat(batches.received()).containsExactly(run + "-a", run + "-b", run + "-c");
+			assertThat(batches.recovered()).singleElement()
+				.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-k"));
+			assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyClaimFailedException.class);
+		}
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		Batches batches() {
+			return new Batches();
+		}
+
+		@Bean
+		DefaultErrorHandler errorHandler(Batches batches) {
+			return new DefaultErrorHandler(batches::recover, new FixedBackOff(0, 1));
+		}
+
+	}
+
+	static class Batches {
+
+		private final List<String> received = new CopyOnWriteArrayList<>();
+
+		private final List<ConsumerRecord<?, ?>> recovered = new CopyOnWriteArrayList<>();
+
+		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
+
+		@KafkaListener(id = "failed-lease-batch", topics = TOPIC, groupId = "failed-lease-batch", batch = "true",
+				autoStartup = "false")
+		@Idempotent
+		public void on(List<ConsumerRecord<String, String>> records) {
+			records.forEach((record) -> this.received.add(record.value()));
+		}
+
+		public void recover(ConsumerRecord<?, ?> record, Exception ex) {
+			this.recovered.add(record);
+			this.exceptions.add(NestedExceptionUtils.getMostSpecificCause(ex));
+		}
+
+		public List<String> received() {
+			return this.received;
+		}
+
+		public List<ConsumerRecord<?, ?>> recovered() {
+			return this.recovered;
+		}
+
+		public List<Throwable> exceptions() {
+			return this.exceptions;
+		}
+
+	}
+
+}
