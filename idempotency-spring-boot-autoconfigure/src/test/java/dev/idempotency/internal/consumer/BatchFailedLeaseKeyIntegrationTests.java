@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyClaimFailedException;
@@ -19,7 +18,6 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
@@ -75,36 +73,13 @@ class BatchFailedLeaseKeyIntegrationTests {
 
 	}
 
-	static class Batches {
-
-		private final List<String> received = new CopyOnWriteArrayList<>();
-
-		private final List<ConsumerRecord<?, ?>> recovered = new CopyOnWriteArrayList<>();
-
-		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
+	static class Batches extends RecordingBatches {
 
 		@KafkaListener(id = "failed-lease-batch", topics = TOPIC, groupId = "failed-lease-batch", batch = "true",
 				autoStartup = "false")
 		@Idempotent
 		public void on(List<ConsumerRecord<String, String>> records) {
-			records.forEach((record) -> this.received.add(record.value()));
-		}
-
-		public void recover(ConsumerRecord<?, ?> record, Exception ex) {
-			this.recovered.add(record);
-			this.exceptions.add(NestedExceptionUtils.getMostSpecificCause(ex));
-		}
-
-		public List<String> received() {
-			return this.received;
-		}
-
-		public List<ConsumerRecord<?, ?>> recovered() {
-			return this.recovered;
-		}
-
-		public List<Throwable> exceptions() {
-			return this.exceptions;
+			receive(records);
 		}
 
 	}

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyMissingException;
@@ -19,7 +18,6 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -71,36 +69,13 @@ class BatchMissingKeyIntegrationTests {
 
 	}
 
-	static class Batches {
-
-		private final List<String> received = new CopyOnWriteArrayList<>();
-
-		private final List<ConsumerRecord<?, ?>> recovered = new CopyOnWriteArrayList<>();
-
-		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
+	static class Batches extends RecordingBatches {
 
 		@KafkaListener(id = "reject-batch", topics = TOPIC, groupId = "reject-batch", batch = "true",
 				autoStartup = "false")
 		@Idempotent
 		public void on(List<ConsumerRecord<String, String>> records) {
-			records.forEach((record) -> this.received.add(record.value()));
-		}
-
-		public void recover(ConsumerRecord<?, ?> record, Exception ex) {
-			this.recovered.add(record);
-			this.exceptions.add(NestedExceptionUtils.getMostSpecificCause(ex));
-		}
-
-		public List<String> received() {
-			return this.received;
-		}
-
-		public List<ConsumerRecord<?, ?>> recovered() {
-			return this.recovered;
-		}
-
-		public List<Throwable> exceptions() {
-			return this.exceptions;
+			receive(records);
 		}
 
 	}
