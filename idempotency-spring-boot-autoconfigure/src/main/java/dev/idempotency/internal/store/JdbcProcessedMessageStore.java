@@ -124,10 +124,17 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 			""";
 
 	// A key held by a lease-mode claim of the same scope, in progress or failed, is not a
-	// processed message: read only after a claim found its key taken.
+	// processed message: read only after a claim found its key taken. A key with no row at
+	// all was held by a lease-mode claim released since the claim's insert met it (a
+	// transactional claim's row is only deleted past the retention): it is not processed
+	// either.
 	private static final String LEASED = """
-			SELECT idempotency_key, status FROM %s
-			WHERE consumer_group = ? AND idempotency_key = ANY(?) AND status IN ('IN_PROGRESS', 'FAILED')
+			SELECT claimed.idempotency_key,
+			    CASE WHEN processed.idempotency_key IS NULL THEN 'RELEASED' ELSE processed.status END
+			FROM unnest(?::varchar[]) AS claimed (idempotency_key)
+			LEFT JOIN %s processed
+			    ON processed.consumer_group = ? AND processed.idempotency_key = claimed.idempotency_key
+			WHERE processed.idempotency_key IS NULL OR processed.status IN ('IN_PROGRESS', 'FAILED')
 			""";
 
 	private static final String UNCLAIM = """
@@ -361,7 +368,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 	/**
 	 * Refuse to count as duplicates keys that a lease-mode claim of the same scope holds:
 	 * one in progress may still be released (the record waits and is retried, as a
-	 * lease-mode redelivery does), one marked failed goes to the recoverer.
+	 * lease-mode redelivery does), one marked failed goes to the recoverer, and one whose
+	 * claim was released since the insert met it is retried.
 	 */
 	private void requireNotLeased(String scope, List<ProcessedMessage> duplicates) {
 		if (duplicates.isEmpty()) {
@@ -372,8 +380,8 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		Map<String, String> leased = new HashMap<>();
 		this.jdbcTemplate.query((connection) -> {
 			PreparedStatement statement = connection.prepareStatement(this.leasedSql);
-			statement.setString(1, scope);
-			statement.setArray(2, connection.createArrayOf("varchar", byKey.keySet().toArray()));
+			statement.setArray(1, connection.createArrayOf("varchar", byKey.keySet().toArray()));
+			statement.setString(2, scope);
 			return statement;
 		}, (row) -> {
 			leased.put(row.getString(1), row.getString(2));
@@ -388,6 +396,11 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 				throw new FailedLeaseKeyException("Key '" + message.key() + "' in scope '" + scope
 						+ "' was marked FAILED by a lease-mode listener of the same scope (record "
 						+ RecordCoordinates.describe(message) + "); delete its row to process it again", message);
+			}
+			if ("RELEASED".equals(status)) {
+				throw new IdempotencyKeyInProgressException("Key '" + message.key() + "' in scope '" + scope
+						+ "' was held by a lease-mode claim released while this claim was made (record "
+						+ RecordCoordinates.describe(message) + "); retry");
 			}
 			throw new IdempotencyKeyInProgressException("Key '" + message.key() + "' in scope '" + scope
 					+ "' is held by a lease-mode claim in progress (record " + RecordCoordinates.describe(message)

@@ -1,10 +1,16 @@
 package dev.idempotency.internal.store;
 
+import dev.idempotency.IdempotencyKeyInProgressException;
 import dev.idempotency.store.Claim;
+import dev.idempotency.store.LeaseClaim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -33,6 +39,7 @@ import org.springframework.core.io.ClassPathResource;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -168,6 +175,33 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 			release.countDown();
 		}
 		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	/**
+	 * A lease-mode claim of the same scope that is released between this claim's
+	 * conflicting insert and its look at the lease leaves no row: the key was neither
+	 * processed nor is it held any more, so the record must be retried, not skipped as a
+	 * duplicate (it would be acknowledged and never applied).
+	 */
+	@ParameterizedTest
+	@ValueSource(ints = { 1, 5, 20 })
+	void aLeaseReleasedWhileTheClaimLooksAtItIsNotADuplicate(int size) {
+		List<ProcessedMessage> batch = batch(size);
+		ProcessedMessage held = batch.get(size / 2);
+		assertThat(store.leases().claim(held, Duration.ofMinutes(1), null).state())
+			.isEqualTo(LeaseClaim.State.ACQUIRED);
+		// the lease-mode attempt fails and releases its claim just before the lease check
+		DataSource releasing = beforeStatement(dataSource, "'IN_PROGRESS'",
+				() -> new JdbcTemplate(dataSource).update("DELETE FROM " + TABLE.qualified()
+						+ " WHERE consumer_group = ? AND idempotency_key = ?", held.scope(), held.key()));
+		JdbcProcessedMessageStore racing = store(releasing, Duration.ofSeconds(5));
+		TransactionTemplate racingTransactions = new TransactionTemplate(new DataSourceTransactionManager(releasing));
+		assertThatExceptionOfType(IdempotencyKeyInProgressException.class)
+			.isThrownBy(() -> racingTransactions.execute((status) -> (size == 1) ? List.of(racing.claim(held))
+					: racing.claimAll(batch)))
+			.withMessageContaining(held.key());
+		// nothing was claimed: the retry claims every key of the batch
+		assertThat(claimAllAndComplete(batch)).containsOnly(true);
 	}
 
 	@Test
@@ -346,6 +380,33 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 			}
 			return result;
 		}));
+	}
+
+	/**
+	 * A data source whose connections run the given action before they prepare a statement
+	 * that contains the given text.
+	 */
+	private static DataSource beforeStatement(DataSource target, String text, Runnable action) {
+		return new DelegatingDataSource(target) {
+
+			@Override
+			public Connection getConnection() throws SQLException {
+				Connection connection = super.getConnection();
+				return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
+						new Class<?>[] { Connection.class }, (proxy, method, args) -> {
+							if (method.getName().equals("prepareStatement") && ((String) args[0]).contains(text)) {
+								action.run();
+							}
+							try {
+								return method.invoke(connection, args);
+							}
+							catch (InvocationTargetException ex) {
+								throw ex.getCause();
+							}
+						});
+			}
+
+		};
 	}
 
 	private static JdbcProcessedMessageStore store(DataSource dataSource, Duration lockTimeout) {
