@@ -220,8 +220,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * @param enabled Whether to provide the Outbox bean and run the relay, when the
 	 * application has a DataSource and spring-kafka.
 	 * @param table Name of the outbox table, in the schema of the processed-messages table.
-	 * At most 56 characters: the relay's claims table is named after it, with "_claims"
-	 * appended, within PostgreSQL's limit of 63 bytes for identifiers.
+	 * At most 50 characters: its indexes and the relay's claims table are named after it,
+	 * within PostgreSQL's limit of 63 bytes for identifiers.
 	 * @param relayEnabled Whether this instance runs a relay. Switch off on instances that
 	 * only write events.
 	 * @param batchSize Maximum number of events claimed and sent per relay cycle.
@@ -255,23 +255,11 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
 			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead) {
 
-		// the relay's claims table is named after the outbox table, with this suffix
-		private static final String CLAIMS_TABLE_SUFFIX = "_claims";
-
-		// PostgreSQL's limit for identifiers, in bytes (one per character of a plain one)
-		private static final int MAX_IDENTIFIER_LENGTH = 63;
-
 		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
-			// PostgreSQL would truncate a longer name of the claims table, silently, and
-			// the relay would use a table of another name
-			if (table.length() + CLAIMS_TABLE_SUFFIX.length() > MAX_IDENTIFIER_LENGTH) {
-				throw new IllegalArgumentException("Invalid idempotency.outbox.table name '" + table + "': at most "
-						+ (MAX_IDENTIFIER_LENGTH - CLAIMS_TABLE_SUFFIX.length()) + " characters, so that the name of "
-						+ "its claims table, '" + table + CLAIMS_TABLE_SUFFIX + "', stays within PostgreSQL's limit of "
-						+ MAX_IDENTIFIER_LENGTH + " bytes for identifiers");
-			}
+			// the longest of the names derived from it: _claims, _pending_idx, _sent_idx
+			requireRoomForSuffix("idempotency.outbox.table", table, "_blocking_idx");
 			if (batchSize < 1 || maxAttempts < 1) {
 				throw new IllegalArgumentException(
 						"idempotency.outbox.batch-size and idempotency.outbox.max-attempts must be at least 1");
@@ -344,6 +332,24 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 
 	}
 
+	// PostgreSQL's limit for identifiers, in bytes (one per character of a plain one)
+	private static final int MAX_IDENTIFIER_LENGTH = 63;
+
+	/**
+	 * Refuse a table name too long for the names the migrations derive from it: PostgreSQL
+	 * truncates a longer identifier with only a notice, and two truncated names can be the
+	 * same ({@code CREATE ... IF NOT EXISTS} then skips the second, and the starter would
+	 * use an index where it expects a sequence, or a table of another name).
+	 */
+	private static void requireRoomForSuffix(String property, String table, String longestSuffix) {
+		if (table.length() + longestSuffix.length() > MAX_IDENTIFIER_LENGTH) {
+			throw new IllegalArgumentException("Invalid " + property + " name '" + table + "': at most "
+					+ (MAX_IDENTIFIER_LENGTH - longestSuffix.length()) + " characters, so that the names derived "
+					+ "from it, such as '" + table + longestSuffix + "', stay within PostgreSQL's limit of "
+					+ MAX_IDENTIFIER_LENGTH + " bytes for identifiers");
+		}
+	}
+
 	private static void requirePositive(Duration duration, String property) {
 		if (duration.isZero() || duration.isNegative()) {
 			throw new IllegalArgumentException(property + " must be positive, was " + duration);
@@ -355,7 +361,9 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 *
 	 * @param schema Schema of the processed-messages table. By default the connection's
 	 * current schema.
-	 * @param table Name of the processed-messages table.
+	 * @param table Name of the processed-messages table. At most 46 characters: its index
+	 * and its fencing-token sequence are named after it, within PostgreSQL's limit of 63
+	 * bytes for identifiers.
 	 * @param retention How long processed keys are kept. A message redelivered after its
 	 * key was deleted is processed again, so keep keys longer than any redelivery or
 	 * replay can come.
@@ -371,6 +379,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@ConstructorBinding
 		public Jdbc {
 			new TableName(schema, table);
+			// the longest of the names derived from it: _fencing_seq
+			requireRoomForSuffix("idempotency.store.jdbc.table", table, "_processed_at_idx");
 			requirePositive(retention, "idempotency.store.jdbc.retention");
 			if (cleanupInterval.isNegative()) {
 				throw new IllegalArgumentException(

@@ -69,7 +69,8 @@ class BadConfigurationTests {
 			idempotency.store.jdbc.schema | public.x                  | Invalid schema name 'public.x'
 			idempotency.outbox.table      | "outbox"                  | idempotency.outbox.table
 			idempotency.outbox.table      | 1outbox                   | idempotency.outbox.table
-			idempotency.outbox.table      | outbox_of_the_ledger_service_of_the_payments_department_x | idempotency.outbox.table name 'outbox_of_the_ledger_service_of_the_payments_department_x': at most 56 characters
+			idempotency.outbox.table      | outbox_of_the_ledger_service_of_the_payments_depts_x | idempotency.outbox.table name 'outbox_of_the_ledger_service_of_the_payments_depts_x': at most 50 characters
+			idempotency.store.jdbc.table  | processed_messages_of_the_payments_departments_x | idempotency.store.jdbc.table name 'processed_messages_of_the_payments_departments_x': at most 46 characters
 			idempotency.flyway.table      | history-table             | idempotency.flyway.table
 			""")
 	void failsFastOnATableNameThatIsNotAnIdentifier(String property, String value, String message) {
