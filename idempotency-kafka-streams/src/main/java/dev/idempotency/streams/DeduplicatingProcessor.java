@@ -107,21 +107,29 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * Return the key as the store can hold it. The store encodes keys as UTF-8, which has
 	 * no form for an unpaired surrogate (Java writes {@code ?} for it, so {@code "k\uD800"},
 	 * {@code "k\uDC00"} and {@code "k?"} would be one key): such a key is stored as a NUL
-	 * character, {@code utf16:} and the hex form of its UTF-16 code units.
+	 * character, {@code utf16:} and the hex form of its UTF-16 code units. So is a key that
+	 * starts with NUL, so that no key stored as it is can look like an encoded one.
 	 */
 	static String storable(String key) {
+		if (!key.isEmpty() && key.charAt(0) == '\0') {
+			return codeUnits(key);
+		}
 		for (int i = 0; i < key.length(); i++) {
 			char c = key.charAt(i);
 			if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
 				i++;
 			}
 			else if (Character.isSurrogate(c)) {
-				StringBuilder codeUnits = new StringBuilder("\0utf16:");
-				key.chars().forEach((unit) -> codeUnits.append(HexFormat.of().toHexDigits((char) unit)));
-				return codeUnits.toString();
+				return codeUnits(key);
 			}
 		}
 		return key;
+	}
+
+	private static String codeUnits(String key) {
+		StringBuilder codeUnits = new StringBuilder("\0utf16:");
+		key.chars().forEach((unit) -> codeUnits.append(HexFormat.of().toHexDigits((char) unit)));
+		return codeUnits.toString();
 	}
 
 	private void missingKey(FixedKeyRecord<K, V> record) {

@@ -212,6 +212,17 @@ class DeduplicationTopologyTests {
 		assertThat(values()).containsExactly("high", "low", "question");
 	}
 
+	@Test
+	void keepsAKeyThatLooksLikeAnEncodedOneApartFromTheKeyItLooksLike() {
+		// the stored form of "k\uD800" as a key of its own, as a field may hold it
+		Map<String, String> keys = Map.of("high", "k\uD800", "lookalike", "\0utf16:006bd800");
+		start((builder) -> builder.keyExtractor(IdempotencyKeyExtractor.value(keys::get)));
+		send("k1", "high", null, T0);
+		send("k1", "lookalike", null, T0);
+		send("k1", "lookalike", null, T0);
+		assertThat(values()).containsExactly("high", "lookalike");
+	}
+
 	@ParameterizedTest(name = "bytes {0}")
 	@ValueSource(strings = { "ff00", "00", "c3" })
 	void keepsBinaryHeaderValuesDistinctFromText(String hex) {
