@@ -3,6 +3,7 @@ package dev.idempotency.streams;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Objects;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -46,7 +47,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		this.context = context;
 		this.store = context.getStateStore(this.settings.storeName());
 		if (this.settings.bloomPreCheck() != null) {
-			this.filter = rebuildFilter(Long.MIN_VALUE);
+			this.filter = rebuildFilter();
 		}
 		context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
 	}
@@ -164,15 +165,12 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * now has this one
 	 */
 	private @Nullable Long rememberIfAbsent(String key, long timestamp) {
-		if (this.filter != null && !this.filter.mightContain(key)) {
-			remember(key, timestamp);
+		if (this.filter != null && !this.filter.put(key)) {
+			// certainly new: stored without a lookup (the filter holds it now)
+			store().put(key, timestamp);
 			return null;
 		}
-		Long seenAt = store().putIfAbsent(key, timestamp);
-		if (seenAt == null && this.filter != null) {
-			this.filter.put(key);
-		}
-		return seenAt;
+		return store().putIfAbsent(key, timestamp);
 	}
 
 	private void remember(String key, long timestamp) {
@@ -184,7 +182,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	/**
 	 * Delete the keys that fell out of the window plus the grace period of stream time,
-	 * and rebuild the Bloom filter without them (a Bloom filter cannot forget).
+	 * and rebuild the Bloom filter without them (a Bloom filter cannot forget) in the same
+	 * scan of the store.
 	 */
 	private void purge() {
 		long streamTime = context().currentStreamTimeMs();
@@ -194,6 +193,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
 		long deleted = 0;
 		List<String> expired = new ArrayList<>();
+		SeenKeysFilter rebuilt = (this.filter != null) ? newFilter() : null;
 		String from = null;
 		do {
 			expired.clear();
@@ -202,6 +202,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					KeyValue<String, Long> entry = keys.next();
 					if (entry.value < cutoff) {
 						expired.add(entry.key);
+					}
+					else if (rebuilt != null) {
+						rebuilt.put(entry.key);
 					}
 					from = entry.key;
 				}
@@ -215,25 +218,25 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			deleted += expired.size();
 		}
 		while (from != null);
-		if (this.filter != null && deleted > 0) {
-			this.filter = rebuildFilter(cutoff);
+		if (rebuilt != null && deleted > 0) {
+			this.filter = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
 			logger.debug("Purged " + deleted + " keys older than " + cutoff + " from " + this.settings.storeName());
 		}
 	}
 
-	private SeenKeysFilter rebuildFilter(long cutoff) {
-		Deduplication.BloomPreCheck sizing = this.settings.bloomPreCheck();
-		SeenKeysFilter rebuilt = new SeenKeysFilter(sizing.expectedKeys(), sizing.falsePositiveRate());
+	private SeenKeysFilter rebuildFilter() {
+		SeenKeysFilter rebuilt = newFilter();
 		try (KeyValueIterator<String, Long> keys = store().all()) {
-			keys.forEachRemaining((entry) -> {
-				if (entry.value >= cutoff) {
-					rebuilt.put(entry.key);
-				}
-			});
+			keys.forEachRemaining((entry) -> rebuilt.put(entry.key));
 		}
 		return rebuilt;
+	}
+
+	private SeenKeysFilter newFilter() {
+		Deduplication.BloomPreCheck sizing = Objects.requireNonNull(this.settings.bloomPreCheck());
+		return new SeenKeysFilter(sizing.expectedKeys(), sizing.falsePositiveRate());
 	}
 
 	private String coordinates() {

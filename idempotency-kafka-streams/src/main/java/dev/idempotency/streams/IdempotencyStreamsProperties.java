@@ -54,10 +54,9 @@ public record IdempotencyStreamsProperties(@DefaultValue("true") boolean enabled
 	 * An in-memory Bloom filter of the seen keys in front of each store (one per task):
 	 * a key it has never seen is new without a store lookup.
 	 *
-	 * @param enabled Whether to check an in-memory Bloom filter before the store. Needs
-	 * Guava on the classpath.
+	 * @param enabled Whether to check an in-memory Bloom filter before the store.
 	 * @param expectedKeys Number of keys one task (input partition) is expected to hold
-	 * within the window plus grace period. Sizes the filter: about 1.2 bytes per key at a
+	 * within the window plus grace period. Sizes the filter: about 1.5 bytes per key at a
 	 * 1% false-positive rate.
 	 * @param falsePositiveRate Wanted rate of false "maybe seen" answers; each costs a
 	 * store lookup, never a wrong decision.
