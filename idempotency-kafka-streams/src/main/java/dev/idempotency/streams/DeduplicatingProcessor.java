@@ -35,7 +35,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private @Nullable KeyValueStore<String, Long> store;
 
-	private @Nullable SeenKeysFilter filter;
+	private TaskFilters.@Nullable Shared filter;
 
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
 		this.settings = settings;
@@ -46,8 +46,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	public void init(FixedKeyProcessorContext<K, V> context) {
 		this.context = context;
 		this.store = context.getStateStore(this.settings.storeName());
-		if (this.settings.bloomPreCheck() != null) {
-			this.filter = rebuildFilter();
+		TaskFilters filters = this.settings.taskFilters();
+		if (filters != null) {
+			this.filter = filters.acquire(context.taskId(), this::rebuildFilter);
 		}
 		context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
 	}
@@ -89,6 +90,15 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			this.meters.forwarded();
 		}
 		context().forward(record);
+	}
+
+	@Override
+	public void close() {
+		TaskFilters filters = this.settings.taskFilters();
+		if (filters != null && this.filter != null) {
+			filters.release(context().taskId());
+			this.filter = null;
+		}
 	}
 
 	private @Nullable String extractKey(FixedKeyRecord<K, V> record) {
@@ -153,7 +163,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	}
 
 	private @Nullable Long lookUp(String key) {
-		if (this.filter != null && !this.filter.mightContain(key)) {
+		if (this.filter != null && !this.filter.current.mightContain(key)) {
 			return null;
 		}
 		return store().get(key);
@@ -165,7 +175,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * now has this one
 	 */
 	private @Nullable Long rememberIfAbsent(String key, long timestamp) {
-		if (this.filter != null && !this.filter.put(key)) {
+		if (this.filter != null && !this.filter.current.put(key)) {
 			// certainly new: stored without a lookup (the filter holds it now)
 			store().put(key, timestamp);
 			return null;
@@ -176,7 +186,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private void remember(String key, long timestamp) {
 		store().put(key, timestamp);
 		if (this.filter != null) {
-			this.filter.put(key);
+			this.filter.current.put(key);
 		}
 	}
 
@@ -193,7 +203,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
 		long deleted = 0;
 		List<String> expired = new ArrayList<>();
-		SeenKeysFilter rebuilt = (this.filter != null) ? newFilter() : null;
+		TaskFilters.Shared shared = this.filter;
+		SeenKeysFilter rebuilt = (shared != null) ? newFilter() : null;
 		String from = null;
 		do {
 			expired.clear();
@@ -218,8 +229,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			deleted += expired.size();
 		}
 		while (from != null);
-		if (rebuilt != null && deleted > 0) {
-			this.filter = rebuilt;
+		if (shared != null && rebuilt != null && deleted > 0) {
+			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
 			logger.debug("Purged " + deleted + " keys older than " + cutoff + " from " + this.settings.storeName());

@@ -246,7 +246,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 				.withLoggingEnabled(Map.of());
 			Settings<K, V> settings = new Settings<>(this.name, storeName, this.keyExtractor, this.window.toMillis(),
 					this.grace.toMillis(), this.purgeInterval, this.latePolicy, this.missingKeyPolicy,
-					this.meterRegistry, this.bloomPreCheck);
+					this.meterRegistry, this.bloomPreCheck, (this.bloomPreCheck != null) ? new TaskFilters() : null);
 			return new Deduplication<>(settings, storeBuilder);
 		}
 
@@ -276,7 +276,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	record Settings<K, V>(String name, String storeName, IdempotencyKeyExtractor<K, V> keyExtractor, long windowMs,
 			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, MissingKeyPolicy missingKeyPolicy,
-			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck) {
+			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters) {
 	}
 
 }

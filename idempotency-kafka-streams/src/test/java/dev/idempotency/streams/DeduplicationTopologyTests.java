@@ -100,6 +100,40 @@ class DeduplicationTopologyTests {
 		assertThat(values()).containsExactly("first", "other");
 	}
 
+	/**
+	 * One {@code Deduplication} applied to two streams (to drop copies across two topics)
+	 * gives each task two processors on one store: they must share what the pre-check
+	 * knows, also after one of them purged the store and rebuilt the filter.
+	 */
+	@ParameterizedTest(name = "Bloom pre-check {0}")
+	@ValueSource(booleans = { false, true })
+	void dropsCopiesAcrossTwoStreamsThatShareTheProcessor(boolean preCheck) {
+		Deduplication.Builder<String, String> builder = Deduplication.<String, String>builder("orders")
+			.meterRegistry(this.registry);
+		Deduplication<String, String> deduplication = (preCheck ? builder.bloomPreCheck(1000, 0.01) : builder)
+			.build();
+		StreamsBuilder streams = new StreamsBuilder();
+		Consumed<String, String> consumed = Consumed.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
+				new org.apache.kafka.common.serialization.Serdes.StringSerde());
+		Produced<String, String> produced = Produced.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
+				new org.apache.kafka.common.serialization.Serdes.StringSerde());
+		streams.stream("orders", consumed).processValues(deduplication).to("unique-orders", produced);
+		streams.stream("more-orders", consumed).processValues(deduplication).to("unique-orders", produced);
+		startDriver(streams);
+		TestInputTopic<String, String> more = this.driver.createInputTopic("more-orders", new StringSerializer(),
+				new StringSerializer());
+
+		send("k1", "first", "a", T0);
+		more.pipeInput(new TestRecord<>("k1", "copy from the other topic", keyHeader("a"), T0));
+		// the store is purged (a falls out of the window) and the filter rebuilt
+		send("k2", "moves stream time", "b", T0.plus(Duration.ofMinutes(200)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		more.pipeInput(new TestRecord<>("k3", "new on the other topic", keyHeader("c"),
+				T0.plus(Duration.ofMinutes(201))));
+		send("k3", "copy", "c", T0.plus(Duration.ofMinutes(201)));
+		assertThat(values()).containsExactly("first", "moves stream time", "new on the other topic");
+	}
+
 	@ParameterizedTest(name = "late policy {0}")
 	@ValueSource(strings = { "FORWARD", "DROP" })
 	void appliesTheLatePolicyToALateRecordWhoseKeyTheStoreDoesNotHold(LateRecordPolicy policy) {
@@ -247,6 +281,10 @@ class DeduplicationTopologyTests {
 			.processValues(deduplication)
 			.to("unique-orders", Produced.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
 					new org.apache.kafka.common.serialization.Serdes.StringSerde()));
+		startDriver(builder);
+	}
+
+	private void startDriver(StreamsBuilder builder) {
 		Properties properties = new Properties();
 		properties.put(StreamsConfig.APPLICATION_ID_CONFIG, "deduplication-topology-tests");
 		properties.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
@@ -259,12 +297,16 @@ class DeduplicationTopologyTests {
 	}
 
 	private void send(String recordKey, String value, String idempotencyKey, Instant timestamp) {
+		this.input.pipeInput(new TestRecord<>(recordKey, value, keyHeader(idempotencyKey), timestamp));
+	}
+
+	private static RecordHeaders keyHeader(String idempotencyKey) {
 		RecordHeaders headers = new RecordHeaders();
 		if (idempotencyKey != null) {
 			headers.add(Deduplication.DEFAULT_KEY_HEADER,
 					idempotencyKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
 		}
-		this.input.pipeInput(new TestRecord<>(recordKey, value, headers, timestamp));
+		return headers;
 	}
 
 	private List<String> values() {
