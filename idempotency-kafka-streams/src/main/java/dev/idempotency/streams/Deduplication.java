@@ -154,7 +154,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		/**
 		 * Set how far behind the stream time a record may be and still be judged
 		 * exactly; an older record is late (see {@link LateRecordPolicy}). Keys are kept
-		 * for the window plus this grace period.
+		 * for the window plus this grace period. At most the window.
 		 * @param grace the grace period, zero or positive
 		 * @return this builder
 		 */
@@ -238,6 +238,14 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 * @return the supplier, to pass to {@code KStream#processValues}
 		 */
 		public Deduplication<K, V> build() {
+			// the store keeps one timestamp a key: a record on time may be older than the
+			// stored one by up to the grace period, and only within the window is it
+			// certainly a copy; older, it and all of its copies would be forwarded
+			if (this.grace.compareTo(this.window) > 0) {
+				throw new IllegalArgumentException("grace (" + this.grace + ") must not be longer than the window ("
+						+ this.window + "): a record on time could be older than the window than a stored key, "
+						+ "and its copies would not be recognized");
+			}
 			String storeName = this.name + STORE_SUFFIX;
 			KeyValueBytesStoreSupplier supplier = this.persistent ? Stores.persistentKeyValueStore(storeName)
 					: Stores.inMemoryKeyValueStore(storeName);

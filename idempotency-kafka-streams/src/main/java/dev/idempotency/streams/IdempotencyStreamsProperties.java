@@ -17,7 +17,7 @@ import org.springframework.util.unit.DataSize;
  * first seen at most this long before it is dropped as a duplicate.
  * @param grace How far behind the stream time a record may be and still be judged
  * exactly; keys are kept for the window plus this grace period, and an older record is
- * late.
+ * late. At most the window.
  * @param purgeInterval How often (wall-clock time) expired keys are purged from the
  * stores.
  * @param latePolicy What to do with a late record whose key is not in the store: forward
@@ -43,6 +43,10 @@ public record IdempotencyStreamsProperties(@DefaultValue("true") boolean enabled
 		}
 		if (grace.isNegative()) {
 			throw new IllegalArgumentException("idempotency.streams.grace must not be negative, was " + grace);
+		}
+		if (grace.compareTo(window) > 0) {
+			throw new IllegalArgumentException("idempotency.streams.grace (" + grace
+					+ ") must not be longer than idempotency.streams.window (" + window + ")");
 		}
 		if (purgeInterval.isZero() || purgeInterval.isNegative()) {
 			throw new IllegalArgumentException(

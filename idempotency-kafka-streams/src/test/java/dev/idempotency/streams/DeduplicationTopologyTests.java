@@ -29,6 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
  * The decisions of the deduplicating processor, on a RocksDB store in Kafka Streams'
@@ -132,6 +133,25 @@ class DeduplicationTopologyTests {
 				T0.plus(Duration.ofMinutes(201))));
 		send("k3", "copy", "c", T0.plus(Duration.ofMinutes(201)));
 		assertThat(values()).containsExactly("first", "moves stream time", "new on the other topic");
+	}
+
+	/**
+	 * The store keeps one timestamp a key. With a grace longer than the window, a record on
+	 * time but older than a stored key by more than the window would be forwarded, and
+	 * so would each of its copies: such a configuration is refused.
+	 */
+	@Test
+	void refusesAGraceLongerThanTheWindow() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> Deduplication.<String, String>builder("orders")
+				.window(Duration.ofMinutes(1))
+				.grace(Duration.ofMinutes(10))
+				.build())
+			.withMessageContaining("grace (PT10M) must not be longer than the window (PT1M)");
+		start((builder) -> builder.window(Duration.ofMinutes(10)).grace(Duration.ofMinutes(10)));
+		send("k1", "newer", "a", T0.plus(Duration.ofMinutes(5)));
+		send("k1", "older, within the window", "a", T0);
+		assertThat(values()).containsExactly("newer");
 	}
 
 	@ParameterizedTest(name = "late policy {0}")

@@ -72,6 +72,15 @@ class IdempotencyStreamsAutoConfigurationTests {
 	}
 
 	@Test
+	void failsAtStartupOnAGraceLongerThanTheWindow() {
+		this.runner.withPropertyValues("idempotency.streams.window=1m", "idempotency.streams.grace=2m")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("idempotency.streams.grace (PT2M) must not be longer than idempotency.streams.window (PT1M)"));
+	}
+
+	@Test
 	void failsAtStartupOnANegativeGraceNamingTheProperty() {
 		this.runner.withPropertyValues("idempotency.streams.grace=-1s")
 			.run((context) -> assertThat(context).hasFailed()
