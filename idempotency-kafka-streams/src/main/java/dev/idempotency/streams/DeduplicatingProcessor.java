@@ -104,7 +104,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private @Nullable String extractKey(FixedKeyRecord<K, V> record) {
 		try {
 			String key = this.settings.keyExtractor().extract(record.key(), record.value(), record.headers());
-			return (key != null) ? storable(key) : null;
+			// a blank key is a missing one, as for @Idempotent listeners
+			return (key != null && !key.isBlank()) ? storable(key) : null;
 		}
 		catch (RuntimeException ex) {
 			this.meters.extractorFailed();

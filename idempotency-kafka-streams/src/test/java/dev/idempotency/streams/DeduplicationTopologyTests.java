@@ -213,6 +213,20 @@ class DeduplicationTopologyTests {
 		}
 	}
 
+	/**
+	 * A blank key is a missing key, as for {@code @Idempotent} listeners: deduplicated, all
+	 * records with an empty header would count as copies of the first.
+	 */
+	@ParameterizedTest(name = "key \"{0}\"")
+	@ValueSource(strings = { "", "  " })
+	void treatsABlankKeyAsAMissingKey(String blank) {
+		start((builder) -> builder.missingKeyPolicy(MissingKeyPolicy.FORWARD));
+		send("k1", "one", blank, T0);
+		send("k2", "two", blank, T0);
+		assertThat(values()).containsExactly("one", "two");
+		assertThat(count("forwarded", "missing-key")).isEqualTo(2);
+	}
+
 	@ParameterizedTest(name = "record key {0}")
 	@ValueSource(strings = { "", "k1" })
 	void treatsANullRecordKeyAsAMissingKeyWhenTheRecordKeyIsTheIdempotencyKey(String recordKey) {
