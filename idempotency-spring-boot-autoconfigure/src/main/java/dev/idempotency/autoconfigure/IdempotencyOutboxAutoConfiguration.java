@@ -87,6 +87,16 @@ public final class IdempotencyOutboxAutoConfiguration {
 		// acknowledged: each such wave would wait out the linger first. Sends of one wave
 		// are pipelined, so they still share batches while requests are in flight.
 		configs.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, 0);
+		// A send blocks for max.block.ms (60 s by default) while its topic has no metadata
+		// or the producer's buffer is full, outside the send timeout's wait for
+		// acknowledgments: a batch could outlast its lease, and another relay send later
+		// events of its keys first. Half the send timeout leaves the lease (at least twice
+		// the send timeout) the time to record the batch's outcome.
+		long maxBlockMs = Math.max(1, properties.outbox().sendTimeout().toMillis() / 2);
+		Object configuredMaxBlock = configs.get(ProducerConfig.MAX_BLOCK_MS_CONFIG);
+		if (configuredMaxBlock == null || Long.parseLong(configuredMaxBlock.toString().trim()) > maxBlockMs) {
+			configs.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, maxBlockMs);
+		}
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
 		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));

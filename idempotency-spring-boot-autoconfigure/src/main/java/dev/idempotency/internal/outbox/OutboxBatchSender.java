@@ -73,6 +73,13 @@ final class OutboxBatchSender {
 					outcome.failed.put(event.id(), heldBack("an earlier event of its key was not sent", null));
 					continue;
 				}
+				if (System.nanoTime() - deadline >= 0) {
+					// the sends before it blocked (no metadata, a full buffer) until the
+					// deadline: none starts after it, so the batch ends within its lease
+					outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null));
+					block(blockedKeys, event);
+					continue;
+				}
 				Throwable topicFailure = failingTopics.get(event.topic());
 				if (topicFailure != null) {
 					// A send that failed at once (no metadata: broker down, topic missing)

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.UUID;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
@@ -83,6 +84,38 @@ class OutboxRelayFailureIntegrationTests {
 			await().atMost(Duration.ofSeconds(20))
 				.until(() -> jdbc.queryForObject("SELECT count(*) FROM outage_outbox WHERE topic = ?", Integer.class,
 						topic) == 0);
+		}
+	}
+
+	/**
+	 * A send that cannot get its topic's metadata blocks for the producer's
+	 * {@code max.block.ms} (60 s by default), one per missing topic, outside the send
+	 * timeout's wait for acknowledgments. A batch that outlasted its lease could have
+	 * another relay take its keys over and send their later events first. The relay's
+	 * producer now blocks for at most half the send timeout, and no send starts after it.
+	 */
+	@Test
+	void aBatchWhoseSendsBlockEndsWithinTheSendTimeoutAndItsLease() {
+		String prefix = "it-outbox-blocking-" + UUID.randomUUID() + "-";
+		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=blocking_outbox",
+				"idempotency.flyway.table=blocking_schema_history", "idempotency.outbox.send-timeout=1s",
+				"idempotency.outbox.lease=4s", "idempotency.outbox.initial-backoff=1m",
+				"idempotency.outbox.poll-interval=200ms")) {
+			Outbox outbox = context.getBean(Outbox.class);
+			// four topics that do not exist (the broker does not create topics)
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				for (int i = 0; i < 4; i++) {
+					outbox.publish(prefix + i, "key-" + i, Integer.toString(i));
+				}
+			});
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			long started = System.nanoTime();
+			await().atMost(Duration.ofSeconds(20))
+				.until(() -> jdbc.queryForObject(
+						"SELECT count(*) FROM blocking_outbox WHERE topic LIKE ? AND last_error IS NOT NULL",
+						Integer.class, prefix + "%") == 4);
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(4));
 		}
 	}
 
