@@ -80,6 +80,11 @@ final class OutboxBatchSender {
 					block(blockedKeys, event);
 					continue;
 				}
+				if (Thread.currentThread().isInterrupted()) {
+					outcome.failed.put(event.id(), heldBack("the relay was stopping", null));
+					block(blockedKeys, event);
+					continue;
+				}
 				Throwable topicFailure = failingTopics.get(event.topic());
 				if (topicFailure != null) {
 					// A send that failed at once (no metadata: broker down, topic missing)
@@ -103,6 +108,12 @@ final class OutboxBatchSender {
 				if (error == null) {
 					outcome.sent.add(event.id());
 					this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+				}
+				else if (error instanceof InterruptedException) {
+					// stopped while waiting (after the shutdown timeout): the broker may have
+					// taken the event, so it is sent again, but this was no failed attempt
+					outcome.failed.put(event.id(), heldBack("the relay was stopped before its acknowledgment", null));
+					block(blockedKeys, event);
 				}
 				else {
 					outcome.failed.put(event.id(), failure(event, error));

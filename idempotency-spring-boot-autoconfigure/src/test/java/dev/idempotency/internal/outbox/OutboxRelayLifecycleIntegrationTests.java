@@ -151,6 +151,79 @@ class OutboxRelayLifecycleIntegrationTests {
 		}
 	}
 
+	/**
+	 * A relay stopped while it waits for a batch's acknowledgments is interrupted after
+	 * the shutdown timeout. Whether the broker took the events is not known then: they are
+	 * sent again, but the interruption is not a failed attempt of theirs (counted, a few
+	 * rolling restarts would make them DEAD).
+	 */
+	@Test
+	void aRelayStoppedWhileItAwaitsAcknowledgmentsCountsNoAttempt() throws Exception {
+		String topic = "it-outbox-stopped-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1);
+		SlowAcknowledgments.delay = Duration.ofSeconds(3);
+		SlowAcknowledgments.acknowledging = new java.util.concurrent.CountDownLatch(1);
+		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=stopped_outbox",
+				"idempotency.flyway.table=stopped_schema_history", "idempotency.outbox.shutdown-timeout=100ms",
+				"idempotency.outbox.poll-interval=50ms", "idempotency.outbox.initial-backoff=1m",
+				"spring.kafka.producer.properties[interceptor.classes]=" + SlowAcknowledgments.class.getName())) {
+			Outbox outbox = context.getBean(Outbox.class);
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				for (int i = 0; i < 3; i++) {
+					outbox.publish(topic, "key-" + i, Integer.toString(i));
+				}
+			});
+			assertThat(SlowAcknowledgments.acknowledging.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+			context.getBean(OutboxRelay.class).stop();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(20))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM stopped_outbox WHERE last_error IS NOT NULL",
+						Integer.class) == 3);
+			assertThat(jdbc.queryForList("SELECT attempts FROM stopped_outbox", Integer.class)).containsOnly(0);
+		}
+		finally {
+			SlowAcknowledgments.delay = Duration.ZERO;
+		}
+	}
+
+	/**
+	 * Holds the producer's I/O thread in every acknowledgment, so that the relay is still
+	 * waiting for them when it is stopped.
+	 */
+	public static class SlowAcknowledgments implements org.apache.kafka.clients.producer.ProducerInterceptor<Object, Object> {
+
+		static volatile Duration delay = Duration.ZERO;
+
+		static volatile java.util.concurrent.CountDownLatch acknowledging = new java.util.concurrent.CountDownLatch(0);
+
+		@Override
+		public org.apache.kafka.clients.producer.ProducerRecord<Object, Object> onSend(
+				org.apache.kafka.clients.producer.ProducerRecord<Object, Object> record) {
+			return record;
+		}
+
+		@Override
+		public void onAcknowledgement(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception exception) {
+			acknowledging.countDown();
+			try {
+				Thread.sleep(delay.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}
+
+		@Override
+		public void close() {
+		}
+
+		@Override
+		public void configure(Map<String, ?> configs) {
+		}
+
+	}
+
 	private static long relayLoops() {
 		return Thread.getAllStackTraces()
 			.keySet()
