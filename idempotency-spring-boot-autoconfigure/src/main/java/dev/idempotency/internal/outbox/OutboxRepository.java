@@ -151,12 +151,12 @@ public final class OutboxRepository {
 			DELETE FROM %s_claims WHERE lease_until < now() - make_interval(secs => ?)
 			""";
 
-	// A re-queued event keeps its last error: due at the re-queue's now(), it is not yet
-	// due for a claim whose transaction started earlier (waiting for its turn), and must
-	// still block the later events of its key there, which only events with last_error
-	// set (or leased) do.
+	// A re-queued event is due at once, as a new one is (not at the re-queue's clock,
+	// which a claim's may read behind). It keeps its last error: it must still block the
+	// later events of its key, which only events with last_error set (or leased) do, until
+	// a claim takes it.
 	private static final String REQUEUE = """
-			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = now(),
+			UPDATE %s SET status = 'PENDING', attempts = 0, next_attempt_at = '-infinity',
 			    last_error = coalesce(last_error, 'Re-queued')
 			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
 			""";
