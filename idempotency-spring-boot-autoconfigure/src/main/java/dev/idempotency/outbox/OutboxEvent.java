@@ -2,6 +2,7 @@ package dev.idempotency.outbox;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 import org.jspecify.annotations.Nullable;
 
@@ -21,10 +22,51 @@ import org.springframework.util.Assert;
 public record OutboxEvent(String topic, @Nullable String key, Object payload, Map<String, String> headers,
 		@Nullable String type, @Nullable String aggregateType) {
 
+	// Kafka's rules for a topic name
+	private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+
+	// the width of the outbox table's aggregate_id, type and aggregate_type columns
+	private static final int MAX_COLUMN_CHARACTERS = 255;
+
+	/**
+	 * Check the event: one the relay could never send, or could only send changed, is
+	 * refused here, in the publisher's transaction, rather than written to die after its
+	 * attempts and block the later events of its key.
+	 * @throws IllegalArgumentException if the topic is not a legal Kafka topic name, the
+	 * key, type or aggregate type is longer than 255 characters, or the key, type,
+	 * aggregate type or a header holds a NUL or a lone surrogate (PostgreSQL text holds no
+	 * NUL, and UTF-8 has no form for a lone surrogate)
+	 */
 	public OutboxEvent {
 		Assert.hasText(topic, "An outbox event needs a topic");
+		Assert.isTrue(TOPIC.matcher(topic).matches() && !topic.equals(".") && !topic.equals(".."),
+				() -> "An outbox event's topic must be a legal Kafka topic name (1 to 249 of a-z, A-Z, 0-9, '.', "
+						+ "'_', '-', and not '.' or '..'): '" + topic + "'");
 		Assert.notNull(payload, "An outbox event needs a payload");
+		requireStorable("key", key, MAX_COLUMN_CHARACTERS);
+		requireStorable("type", type, MAX_COLUMN_CHARACTERS);
+		requireStorable("aggregate type", aggregateType, MAX_COLUMN_CHARACTERS);
 		headers = Map.copyOf(headers);
+		headers.forEach((name, value) -> {
+			requireStorable("header name " + name, name, Integer.MAX_VALUE);
+			requireStorable("header " + name, value, Integer.MAX_VALUE);
+		});
+	}
+
+	private static void requireStorable(String what, @Nullable String text, int maxCharacters) {
+		if (text == null) {
+			return;
+		}
+		Assert.isTrue(text.codePointCount(0, text.length()) <= maxCharacters,
+				() -> "An outbox event's " + what + " must be at most " + maxCharacters + " characters long");
+		for (int i = 0; i < text.length(); i++) {
+			char c = text.charAt(i);
+			boolean lone = Character.isHighSurrogate(c)
+					? i + 1 == text.length() || !Character.isLowSurrogate(text.charAt(++i))
+					: Character.isLowSurrogate(c);
+			Assert.isTrue(c != 0 && !lone, () -> "An outbox event's " + what
+					+ " must hold no NUL character and no lone surrogate: the outbox table could not store it as it is");
+		}
 	}
 
 	/**
