@@ -67,6 +67,7 @@ class ArchitectureTests {
 			// outbox
 			"dev.idempotency.outbox.Outbox", "dev.idempotency.outbox.OutboxEvent",
 			"dev.idempotency.outbox.OutboxEvent$Builder", "dev.idempotency.outbox.OutboxDeadLetters",
+			"dev.idempotency.outbox.OutboxDeadLetters$DeadEvent",
 			"dev.idempotency.outbox.OutboxPayloadSerializer", "dev.idempotency.outbox.OutboxMetrics",
 			"dev.idempotency.outbox.OutboxStats", "dev.idempotency.outbox.OutboxTraceContext",
 			"dev.idempotency.outbox.OutboxProducerFactoryCustomizer",

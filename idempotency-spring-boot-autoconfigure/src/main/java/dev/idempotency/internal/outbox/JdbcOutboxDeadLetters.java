@@ -1,7 +1,10 @@
 package dev.idempotency.internal.outbox;
 
 import dev.idempotency.outbox.OutboxDeadLetters;
+import java.util.List;
 import java.util.UUID;
+
+import org.springframework.util.Assert;
 
 /**
  * {@link OutboxDeadLetters} on the outbox table: a re-queued event wakes the relay up.
@@ -39,6 +42,19 @@ public final class JdbcOutboxDeadLetters implements OutboxDeadLetters {
 	@Override
 	public long count() {
 		return this.repository.stats().dead();
+	}
+
+	@Override
+	public List<DeadEvent> list(int limit) {
+		Assert.isTrue(limit > 0, "The limit must be positive");
+		return this.repository.listDead(limit);
+	}
+
+	@Override
+	public boolean discard(UUID eventId) {
+		boolean found = this.repository.discardDead(eventId) > 0;
+		this.wakeUp.run();
+		return found;
 	}
 
 }

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.outbox;
 
+import dev.idempotency.outbox.OutboxDeadLetters;
 import dev.idempotency.outbox.OutboxEvent;
 import dev.idempotency.outbox.OutboxStats;
 import java.sql.PreparedStatement;
@@ -161,6 +162,13 @@ public final class OutboxRepository {
 			WHERE status = 'DEAD' AND (?::uuid IS NULL OR event_id = ?::uuid)
 			""";
 
+	private static final String LIST_DEAD = """
+			SELECT event_id, topic, aggregate_id, type, attempts, last_error, created_at FROM %s
+			WHERE status = 'DEAD' ORDER BY id LIMIT ?
+			""";
+
+	private static final String DISCARD_DEAD = "DELETE FROM %s WHERE status = 'DEAD' AND event_id = ?";
+
 	private static final String PURGE = """
 			DELETE FROM %s WHERE status = 'SENT' AND sent_at < now() - make_interval(secs => ?)
 			""";
@@ -207,6 +215,10 @@ public final class OutboxRepository {
 
 	private final String requeueSql;
 
+	private final String listDeadSql;
+
+	private final String discardDeadSql;
+
 	private final String purgeSql;
 
 	private final String statsSql;
@@ -237,6 +249,8 @@ public final class OutboxRepository {
 		this.releaseClaimsSql = RELEASE_CLAIMS.formatted(name);
 		this.purgeClaimsSql = PURGE_CLAIMS.formatted(name);
 		this.requeueSql = REQUEUE.formatted(name);
+		this.listDeadSql = LIST_DEAD.formatted(name);
+		this.discardDeadSql = DISCARD_DEAD.formatted(name);
 		this.purgeSql = PURGE.formatted(name);
 		this.statsSql = STATS.formatted(name);
 		this.oldestPendingAgeSql = OLDEST_PENDING_AGE.formatted(name);
@@ -430,6 +444,29 @@ public final class OutboxRepository {
 	 */
 	public int requeueDead(@Nullable UUID eventId) {
 		return this.jdbc.update(this.requeueSql, eventId, eventId);
+	}
+
+	/**
+	 * List dead events in id order.
+	 * @param limit the most to return
+	 * @return the dead events
+	 */
+	public List<OutboxDeadLetters.DeadEvent> listDead(int limit) {
+		return this.jdbc.query(this.listDeadSql,
+				(row, rowNum) -> new OutboxDeadLetters.DeadEvent(row.getObject("event_id", UUID.class),
+						row.getString("topic"), row.getString("aggregate_id"), row.getString("type"),
+						row.getInt("attempts"), row.getString("last_error"),
+						row.getTimestamp("created_at").toInstant()),
+				limit);
+	}
+
+	/**
+	 * Delete a dead event.
+	 * @param eventId the event
+	 * @return the number deleted
+	 */
+	public int discardDead(UUID eventId) {
+		return this.jdbc.update(this.discardDeadSql, eventId);
 	}
 
 	int purgeSent(Duration retention) {

@@ -188,6 +188,53 @@ class OutboxIntegrationTests {
 		}
 	}
 
+	@Test
+	void aDeadEventIsListedWithItsErrorAndOnceDiscardedNoLongerHoldsBackItsKey() {
+		String missing = "it-outbox-discarded-" + UUID.randomUUID().toString().substring(0, 8);
+		String topic = "it-outbox-after-discarded";
+		TestInfrastructure.createTopic(topic, 1);
+		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
+		Outbox outbox = first.getBean(Outbox.class);
+		UUID poison = transactions.execute((status) -> outbox.publish(
+				OutboxEvent.builder(missing, "account-9", "first").type("AccountOpened").build()));
+		await().atMost(Duration.ofSeconds(30)).until(() -> isDead(poison));
+		transactions.executeWithoutResult((status) -> outbox.publish(topic, "account-9", "second"));
+		OutboxDeadLetters deadLetters = second.getBean(OutboxDeadLetters.class);
+		assertThat(deadLetters.list(100)).filteredOn((dead) -> dead.eventId().equals(poison))
+			.singleElement()
+			.satisfies((dead) -> {
+				assertThat(dead.topic()).isEqualTo(missing);
+				assertThat(dead.key()).isEqualTo("account-9");
+				assertThat(dead.type()).isEqualTo("AccountOpened");
+				assertThat(dead.attempts()).isEqualTo(3);
+				assertThat(dead.lastError()).isNotBlank();
+				assertThat(dead.createdAt()).isNotNull();
+			});
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(2))).isEmpty();
+			// given up on: the later event of its key goes out without it
+			assertThat(deadLetters.discard(poison)).isTrue();
+			assertThat(consumer.receive(1, Duration.ofSeconds(30))).singleElement()
+				.satisfies((record) -> assertThat(record.value()).isEqualTo("second"));
+		}
+		assertThat(deadLetters.list(100)).extracting(OutboxDeadLetters.DeadEvent::eventId).doesNotContain(poison);
+		assertThat(deadLetters.discard(poison)).isFalse();
+		assertThat(deadLetters.requeue(poison)).isFalse();
+	}
+
+	@Test
+	void discardsOnlyDeadEvents() {
+		String topic = "it-outbox-not-dead";
+		TestInfrastructure.createTopic(topic, 1);
+		UUID sent = first.getBean(TransactionTemplate.class)
+			.execute((status) -> first.getBean(Outbox.class).publish(topic, "k", "v"));
+		try (TestConsumer consumer = new TestConsumer(topic)) {
+			assertThat(consumer.receive(1, Duration.ofSeconds(30))).hasSize(1);
+		}
+		assertThat(first.getBean(OutboxDeadLetters.class).discard(sent)).isFalse();
+		assertThat(first.getBean(OutboxDeadLetters.class).discard(UUID.randomUUID())).isFalse();
+	}
+
 	private static boolean isDead(UUID eventId) {
 		return "DEAD".equals(first.getBean(JdbcTemplate.class)
 			.queryForList("SELECT status FROM outbox WHERE event_id = ?", String.class, eventId)
