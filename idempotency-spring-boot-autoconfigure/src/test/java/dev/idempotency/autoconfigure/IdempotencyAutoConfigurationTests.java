@@ -59,6 +59,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.KafkaHeaders;
 import org.springframework.messaging.handler.annotation.Header;
+import org.springframework.scheduling.annotation.Async;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -347,6 +348,16 @@ class IdempotencyAutoConfigurationTests {
 				.hasMessageContaining("asynchronous"));
 	}
 
+	@ParameterizedTest
+	@ValueSource(classes = { AsyncListener.class, AsyncClassListener.class })
+	void failsFastOnAnAsyncListener(Class<?> listener) {
+		this.runner.withBean(listener)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(listener.getName() + ".on")
+				.hasMessageContaining("is @Async"));
+	}
+
 	@Test
 	void failsFastOnABatchListenerWithAMapOfHeaders() {
 		this.runner.withBean(BatchHeadersListener.class)
@@ -449,6 +460,26 @@ class IdempotencyAutoConfigurationTests {
 
 		@KafkaListener(topics = "t")
 		@Idempotent(key = "payload.(")
+		public void on(String payload) {
+		}
+
+	}
+
+	static class AsyncListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Async
+		public void on(String payload) {
+		}
+
+	}
+
+	@Async
+	static class AsyncClassListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
 		public void on(String payload) {
 		}
 

@@ -182,7 +182,8 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	}
 
 	/**
-	 * Put a deferred acknowledgment in place of the container's among the arguments.
+	 * Put a deferred acknowledgment in place of the container's among the arguments,
+	 * including the acknowledgment header of a message or headers argument.
 	 * @param method the listener method
 	 * @param arguments the arguments, changed in place
 	 * @param deliveredIndex for a batch listener, maps indexes of the batch the listener
@@ -197,7 +198,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 		}
 		DeferredAcknowledgment deferred = (deliveredIndex != null) ? ofBatch(acknowledgment, deliveredIndex)
 				: ofRecord(acknowledgment);
-		arguments[method.acknowledgmentIndex()] = deferred;
+		method.replaceAcknowledgment(arguments, deferred);
 		return deferred;
 	}
 

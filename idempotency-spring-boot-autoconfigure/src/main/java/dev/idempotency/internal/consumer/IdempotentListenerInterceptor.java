@@ -380,7 +380,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	 * @return the deferred acknowledgment, or {@code null} when the method takes none
 	 */
 	static @Nullable DeferredAcknowledgment deferAcknowledgment(MethodInvocation invocation, ListenerMethod method) {
-		if (method.acknowledgmentIndex() < 0) {
+		if (!method.takesAcknowledgment()) {
 			return null;
 		}
 		@Nullable Object[] arguments = invocation.getArguments().clone();
@@ -444,7 +444,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	static @Nullable Object proceed(MethodInvocation invocation) {
 		LISTENER_FAILURE.remove();
 		try {
-			return invocation.proceed();
+			return ListenerMethod.requireCompleted(invocation.proceed(), invocation.getMethod());
 		}
 		catch (RuntimeException | Error ex) {
 			LISTENER_FAILURE.set(ex);

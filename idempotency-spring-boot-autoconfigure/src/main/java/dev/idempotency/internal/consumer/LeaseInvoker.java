@@ -112,7 +112,7 @@ public final class LeaseInvoker {
 		Object result;
 		Object previous = IdempotencyContext.bind(message.key(), token);
 		try {
-			result = invocation.proceed();
+			result = ListenerMethod.requireCompleted(invocation.proceed(), invocation.getMethod());
 		}
 		catch (Throwable ex) {
 			if (acknowledgment != null) {

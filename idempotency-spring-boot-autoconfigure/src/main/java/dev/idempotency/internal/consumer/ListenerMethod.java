@@ -2,8 +2,11 @@ package dev.idempotency.internal.consumer;
 
 import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Future;
 
@@ -23,11 +26,15 @@ import org.springframework.kafka.annotation.KafkaHandler;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.adapter.ConsumerRecordMetadata;
 import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.kafka.support.KafkaHeaders;
 import org.springframework.kafka.support.KafkaUtils;
 import org.springframework.messaging.Message;
+import org.springframework.messaging.MessageHeaders;
 import org.springframework.messaging.handler.annotation.Header;
 import org.springframework.messaging.handler.annotation.Headers;
 import org.springframework.messaging.handler.annotation.Payload;
+import org.springframework.messaging.support.MessageBuilder;
+import org.springframework.scheduling.annotation.Async;
 
 /**
  * What the interceptor needs to know of one {@code @Idempotent} listener method, worked
@@ -40,11 +47,15 @@ import org.springframework.messaging.handler.annotation.Payload;
  * @param payloadIndex the index of the payload argument, or -1 when there is none
  * @param payloadInMessage whether the payload argument is a {@link Message}
  * @param acknowledgmentIndex the index of the {@link Acknowledgment} argument, or -1
+ * @param acknowledgmentHeaders the indexes of the arguments through which the listener can
+ * reach the container's acknowledgment as the {@link KafkaHeaders#ACKNOWLEDGMENT} header:
+ * a {@link Message}, its {@link MessageHeaders}, a {@code @Headers} map, or that
+ * {@code @Header} itself taken as another type than {@link Acknowledgment}
  * @param batchIndex the index of the batch argument, or -1 for a record listener
  * @param batchKind the shape of the batch argument, or {@code null}
  */
 record ListenerMethod(Method method, Idempotent idempotent, String name, int payloadIndex, boolean payloadInMessage,
-		int acknowledgmentIndex, int batchIndex, @Nullable BatchKind batchKind) {
+		int acknowledgmentIndex, List<Integer> acknowledgmentHeaders, int batchIndex, @Nullable BatchKind batchKind) {
 
 	private static final List<Class<?>> INFRASTRUCTURE_TYPES = List.of(ConsumerRecord.class, ConsumerRecords.class,
 			Acknowledgment.class, Consumer.class, ConsumerRecordMetadata.class,
@@ -91,6 +102,13 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 			throw new IllegalStateException("@Idempotent method " + display + " returns " + method.getReturnType()
 					+ "; a skipped duplicate has no value to return, use void or an object");
 		}
+		if (AnnotatedElementUtils.hasAnnotation(method, Async.class)
+				|| AnnotatedElementUtils.hasAnnotation(targetClass, Async.class)) {
+			throw new IllegalStateException("@Idempotent method " + display + " is @Async: it would return at once "
+					+ "on the consumer thread, so the container would commit the offset before the claim and the "
+					+ "work ran, and a failure on the executor would never be retried. Remove @Async; to process "
+					+ "records in parallel, raise the container's concurrency (partitions)");
+		}
 		if (isAsynchronous(method)) {
 			throw new IllegalStateException("@Idempotent method " + display + " is asynchronous (it returns "
 					+ method.getReturnType().getSimpleName() + " or suspends): its work would run after the claim "
@@ -107,6 +125,7 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		}
 		int payloadIndex = -1;
 		int acknowledgmentIndex = -1;
+		List<Integer> acknowledgmentHeaders = new ArrayList<>();
 		int batchIndex = -1;
 		BatchKind batchKind = null;
 		Class<?>[] types = method.getParameterTypes();
@@ -115,6 +134,12 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 			boolean header = has(annotations[i], Header.class) || has(annotations[i], Headers.class);
 			if (Acknowledgment.class.isAssignableFrom(types[i])) {
 				acknowledgmentIndex = i;
+			}
+			else if (carriesAcknowledgmentHeader(types[i], annotations[i])) {
+				acknowledgmentHeaders.add(i);
+				if (Message.class.isAssignableFrom(types[i]) && payloadIndex < 0) {
+					payloadIndex = i;
+				}
 			}
 			else if (header && Collection.class.isAssignableFrom(types[i]) && !has(annotations[i], Headers.class)) {
 				throw new IllegalStateException("@Idempotent method " + display + " takes a list of headers ("
@@ -173,7 +198,24 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		}
 		boolean payloadInMessage = payloadIndex >= 0 && Message.class.isAssignableFrom(types[payloadIndex]);
 		return new ListenerMethod(method, idempotent, targetClass.getSimpleName() + "." + method.getName(),
-				payloadIndex, payloadInMessage, acknowledgmentIndex, batchIndex, batchKind);
+				payloadIndex, payloadInMessage, acknowledgmentIndex, List.copyOf(acknowledgmentHeaders), batchIndex,
+				batchKind);
+	}
+
+	private static boolean carriesAcknowledgmentHeader(Class<?> type, Annotation[] annotations) {
+		if (Message.class.isAssignableFrom(type) || MessageHeaders.class.isAssignableFrom(type)) {
+			return true;
+		}
+		if (has(annotations, Headers.class)) {
+			return Map.class.isAssignableFrom(type);
+		}
+		for (Annotation annotation : annotations) {
+			if (annotation instanceof Header header && (KafkaHeaders.ACKNOWLEDGMENT.equals(header.value())
+					|| KafkaHeaders.ACKNOWLEDGMENT.equals(header.name()))) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/**
@@ -221,10 +263,67 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	 * @return the acknowledgment, or {@code null}
 	 */
 	@Nullable Acknowledgment acknowledgment(@Nullable Object[] arguments) {
-		if (this.acknowledgmentIndex < 0 || this.acknowledgmentIndex >= arguments.length) {
-			return null;
+		if (this.acknowledgmentIndex >= 0 && this.acknowledgmentIndex < arguments.length
+				&& arguments[this.acknowledgmentIndex] instanceof Acknowledgment ack) {
+			return ack;
 		}
-		return (arguments[this.acknowledgmentIndex] instanceof Acknowledgment ack) ? ack : null;
+		for (int index : this.acknowledgmentHeaders) {
+			if (index < arguments.length && headerAcknowledgment(arguments[index]) instanceof Acknowledgment ack) {
+				return ack;
+			}
+		}
+		return null;
+	}
+
+	/**
+	 * Return whether the listener can reach the container's acknowledgment through one of
+	 * its arguments.
+	 * @return {@code true} if it takes an {@link Acknowledgment} or a carrier of the header
+	 */
+	boolean takesAcknowledgment() {
+		return this.acknowledgmentIndex >= 0 || !this.acknowledgmentHeaders.isEmpty();
+	}
+
+	/**
+	 * Put an acknowledgment in place of the container's, wherever the listener could reach
+	 * the container's: the {@link Acknowledgment} argument and the
+	 * {@link KafkaHeaders#ACKNOWLEDGMENT} header of every argument that carries it.
+	 * @param arguments the arguments, changed in place
+	 * @param acknowledgment the acknowledgment to give the listener
+	 */
+	void replaceAcknowledgment(@Nullable Object[] arguments, Acknowledgment acknowledgment) {
+		if (this.acknowledgmentIndex >= 0 && this.acknowledgmentIndex < arguments.length
+				&& arguments[this.acknowledgmentIndex] instanceof Acknowledgment) {
+			arguments[this.acknowledgmentIndex] = acknowledgment;
+		}
+		for (int index : this.acknowledgmentHeaders) {
+			if (index < arguments.length && headerAcknowledgment(arguments[index]) != null) {
+				arguments[index] = withAcknowledgment(arguments[index], acknowledgment);
+			}
+		}
+	}
+
+	private static @Nullable Object headerAcknowledgment(@Nullable Object argument) {
+		if (argument instanceof Message<?> message) {
+			return message.getHeaders().get(KafkaHeaders.ACKNOWLEDGMENT);
+		}
+		if (argument instanceof Map<?, ?> headers) {
+			return headers.get(KafkaHeaders.ACKNOWLEDGMENT);
+		}
+		return (argument instanceof Acknowledgment) ? argument : null;
+	}
+
+	private static Object withAcknowledgment(Object argument, Acknowledgment acknowledgment) {
+		if (argument instanceof Message<?> message) {
+			return MessageBuilder.fromMessage(message).setHeader(KafkaHeaders.ACKNOWLEDGMENT, acknowledgment).build();
+		}
+		if (argument instanceof Map<?, ?> headers) {
+			Map<String, @Nullable Object> replaced = new LinkedHashMap<>();
+			headers.forEach((name, value) -> replaced.put(String.valueOf(name), value));
+			replaced.put(KafkaHeaders.ACKNOWLEDGMENT, acknowledgment);
+			return (argument instanceof MessageHeaders) ? new MessageHeaders(replaced) : replaced;
+		}
+		return acknowledgment;
 	}
 
 	/**
@@ -243,6 +342,30 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		return AnnotatedElementUtils.hasAnnotation(method, KafkaListener.class)
 				|| (AnnotatedElementUtils.hasAnnotation(method, KafkaHandler.class)
 						&& AnnotatedElementUtils.hasAnnotation(targetClass, KafkaListener.class));
+	}
+
+	/**
+	 * Return what the listener returned, unless it is work still under way (a future, a
+	 * completion stage or a reactive publisher, whatever the declared return type): the
+	 * container would wait for it after the claim committed, outside the transaction.
+	 * @param returned what the listener method returned
+	 * @param method the listener method
+	 * @return the returned value
+	 * @throws IllegalStateException if the value is asynchronous, so that the transaction
+	 * rolls back and the record goes to the error handler
+	 */
+	static @Nullable Object requireCompleted(@Nullable Object returned, Method method) {
+		if (returned != null && (returned instanceof Future<?> || returned instanceof CompletionStage<?>
+				|| implementsByName(returned.getClass(), "org.reactivestreams.Publisher"))) {
+			if (returned instanceof Future<?> future) {
+				future.cancel(false);
+			}
+			throw new IllegalStateException("@Idempotent method " + method.getDeclaringClass().getName() + "."
+					+ method.getName() + " returned " + returned.getClass().getName() + ", work still under way: it "
+					+ "would finish after the claim committed, outside the transaction, and a failure would never "
+					+ "be retried. Make it return when its work is done (void or a value)");
+		}
+		return returned;
 	}
 
 	private static boolean isAsynchronous(Method method) {

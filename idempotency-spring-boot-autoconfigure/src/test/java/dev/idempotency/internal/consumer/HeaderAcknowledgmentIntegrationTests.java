@@ -1,0 +1,148 @@
+package dev.idempotency.internal.consumer;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestMeters;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.messaging.Message;
+import org.springframework.messaging.handler.annotation.Headers;
+import org.springframework.messaging.handler.annotation.Payload;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A listener can reach the container's acknowledgment without an {@link Acknowledgment}
+ * parameter: as the {@link KafkaHeaders#ACKNOWLEDGMENT} header of a {@code Message<?>} or
+ * of a {@code @Headers} map. It gets the deferred one there too, so that a {@code nack}
+ * through it rolls the claim back with the work and the redelivery is applied.
+ */
+class HeaderAcknowledgmentIntegrationTests {
+
+	private static final String MESSAGES = "it-header-nack-message";
+
+	private static final String HEADERS = "it-header-nack-headers";
+
+	private static ConfigurableApplicationContext context;
+
+	private static JdbcTemplate jdbc;
+
+	@BeforeAll
+	static void start() {
+		TestInfrastructure.createTopic(MESSAGES, 1);
+		TestInfrastructure.createTopic(HEADERS, 1);
+		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
+				"spring.kafka.listener.poll-timeout=200ms");
+		jdbc = context.getBean(JdbcTemplate.class);
+	}
+
+	@AfterAll
+	static void stop() {
+		if (context != null) {
+			context.close();
+		}
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { MESSAGES, HEADERS })
+	void aNackThroughTheHeaderHandsTheRecordBackAndItsRedeliveryIsApplied(String topic) {
+		String run = UUID.randomUUID().toString();
+		Listener listener = context.getBean(Listener.class);
+		for (int i = 0; i < 3; i++) {
+			listener.nackOnce(run + "-" + i);
+			TestKafka.send(topic, 0, run + "-" + i, Map.of("X-Idempotency-Key", run + "-" + i));
+		}
+		// acknowledged at once: its acknowledgment commits the offsets of the records before it
+		TestKafka.send(topic, 0, run + "-last", Map.of("X-Idempotency-Key", run + "-last"));
+		TestKafka.awaitCommitted(topic + "-group", new TopicPartition(topic, 0), Duration.ofSeconds(30));
+		assertThat(effects(run + "-last")).isEqualTo(1);
+		for (int i = 0; i < 3; i++) {
+			assertThat(listener.nacked()).contains(run + "-" + i);
+			assertThat(effects(run + "-" + i)).as("effects of record %d, whose offset is committed", i).isEqualTo(1);
+		}
+		assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "duplicate")).isZero();
+	}
+
+	private static int effects(String key) {
+		return jdbc.queryForObject("SELECT count(*) FROM header_ack_effects WHERE message_key = ?", Integer.class,
+				key);
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		Listener listener(JdbcTemplate jdbc) {
+			jdbc.execute("CREATE TABLE IF NOT EXISTS header_ack_effects (message_key TEXT NOT NULL)");
+			return new Listener(jdbc);
+		}
+
+	}
+
+	static class Listener {
+
+		private final Set<String> nackOnce = ConcurrentHashMap.newKeySet();
+
+		private final Set<String> nacked = ConcurrentHashMap.newKeySet();
+
+		private final JdbcTemplate jdbc;
+
+		Listener(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		public void nackOnce(String payload) {
+			this.nackOnce.add(payload);
+		}
+
+		public Set<String> nacked() {
+			return this.nacked;
+		}
+
+		@KafkaListener(topics = MESSAGES, groupId = MESSAGES + "-group")
+		@Idempotent
+		public void on(Message<String> message) {
+			handle(message.getPayload(), message.getHeaders().get(KafkaHeaders.ACKNOWLEDGMENT, Acknowledgment.class));
+		}
+
+		@KafkaListener(topics = HEADERS, groupId = HEADERS + "-group")
+		@Idempotent
+		public void on(@Payload String payload, @Headers Map<String, Object> headers) {
+			handle(payload, (Acknowledgment) headers.get(KafkaHeaders.ACKNOWLEDGMENT));
+		}
+
+		private void handle(String payload, Acknowledgment acknowledgment) {
+			if (this.nackOnce.remove(payload)) {
+				this.nacked.add(payload);
+				// not ready yet (a downstream is unavailable, say): hand it back, apply nothing
+				acknowledgment.nack(Duration.ofMillis(10));
+				return;
+			}
+			this.jdbc.update("INSERT INTO header_ack_effects (message_key) VALUES (?)", payload);
+			acknowledgment.acknowledge();
+		}
+
+	}
+
+}
