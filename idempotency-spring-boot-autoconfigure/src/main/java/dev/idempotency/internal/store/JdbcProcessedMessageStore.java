@@ -119,8 +119,11 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 
 	private static final String UNIQUE_VIOLATION = "23505";
 
+	// a lease-mode claim in progress or failed has a row, but was not processed (a NULL
+	// status is a transactional claim, which exists only once committed)
 	private static final String EXISTS = """
-			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?)
+			SELECT EXISTS (SELECT 1 FROM %s WHERE consumer_group = ? AND idempotency_key = ?
+			    AND (status IS NULL OR status = 'COMPLETED'))
 			""";
 
 	// A key held by a lease-mode claim of the same scope, in progress or failed, is not a

@@ -178,6 +178,28 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	}
 
 	/**
+	 * Lease-mode claims share the table: a key in progress or failed there has a row, but
+	 * was not processed.
+	 */
+	@Test
+	void aKeyHeldByALeaseIsProcessedOnlyOnceItsClaimCompletes() {
+		List<ProcessedMessage> messages = batch(3);
+		ProcessedMessage inProgress = messages.get(0);
+		ProcessedMessage failed = messages.get(1);
+		ProcessedMessage completed = messages.get(2);
+		assertThat(store.leases().claim(inProgress, Duration.ofMinutes(1), null).state())
+			.isEqualTo(LeaseClaim.State.ACQUIRED);
+		assertThat(store.leases().fail(failed, store.leases().claim(failed, Duration.ofMinutes(1), null).fencingToken(),
+				"poison")).isTrue();
+		assertThat(store.leases()
+			.complete(completed, store.leases().claim(completed, Duration.ofMinutes(1), null).fencingToken(), null))
+			.isTrue();
+		assertThat(store.isProcessed(inProgress.scope(), inProgress.key())).as("in progress").isFalse();
+		assertThat(store.isProcessed(failed.scope(), failed.key())).as("failed").isFalse();
+		assertThat(store.isProcessed(completed.scope(), completed.key())).as("completed").isTrue();
+	}
+
+	/**
 	 * A lease-mode claim of the same scope that is released between this claim's
 	 * conflicting insert and its look at the lease leaves no row: the key was neither
 	 * processed nor is it held any more, so the record must be retried, not skipped as a
