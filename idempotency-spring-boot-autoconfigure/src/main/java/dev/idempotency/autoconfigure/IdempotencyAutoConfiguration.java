@@ -169,8 +169,9 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
-	static ListenerContainerFactoryPostProcessor idempotencyListenerContainerFactoryPostProcessor() {
-		return new ListenerContainerFactoryPostProcessor();
+	static ListenerContainerFactoryPostProcessor idempotencyListenerContainerFactoryPostProcessor(
+			ObjectProvider<InfrastructureRetryInstaller> installers) {
+		return new ListenerContainerFactoryPostProcessor(installers);
 	}
 
 	@Bean

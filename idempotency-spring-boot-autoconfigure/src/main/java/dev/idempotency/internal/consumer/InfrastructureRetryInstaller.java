@@ -50,7 +50,12 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 		this.running = true;
 	}
 
-	private void install(MessageListenerContainer container) {
+	/**
+	 * Put the infrastructure retries in front of the container's error handler, unless
+	 * they are there.
+	 * @param container the container
+	 */
+	void install(MessageListenerContainer container) {
 		if (container instanceof AbstractMessageListenerContainer<?, ?> listenerContainer
 				&& !(listenerContainer.getCommonErrorHandler() instanceof InfrastructureRetryingErrorHandler)) {
 			CommonErrorHandler application = listenerContainer.getCommonErrorHandler();

@@ -1,8 +1,13 @@
 package dev.idempotency.internal.consumer;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.beans.DirectFieldAccessor;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
+import org.springframework.kafka.config.ContainerCustomizer;
+import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.BatchInterceptor;
 import org.springframework.kafka.listener.CompositeBatchInterceptor;
 import org.springframework.kafka.listener.CompositeRecordInterceptor;
@@ -12,11 +17,26 @@ import org.springframework.kafka.listener.adapter.RecordFilterStrategy;
 /**
  * Adds the interceptors that bind the current record or batch to every Kafka listener
  * container factory, after any interceptor the application configured, and makes its
- * record filter (if any) bind the records of a batch that pass it.
+ * record filter (if any) bind the records of a batch that pass it. Containers the factory
+ * creates once the application runs (for a lazily created listener bean, say), which the
+ * {@link InfrastructureRetryInstaller} did not see when the registry started, get the
+ * infrastructure retries as they are created, after the application's customizer.
  */
 public final class ListenerContainerFactoryPostProcessor implements BeanPostProcessor {
 
 	private static final String FILTER_FIELD = "recordFilterStrategy";
+
+	private static final String CUSTOMIZER_FIELD = "containerCustomizer";
+
+	private final ObjectProvider<InfrastructureRetryInstaller> installers;
+
+	/**
+	 * Create the post-processor.
+	 * @param installers the installer of the infrastructure retries, if any
+	 */
+	public ListenerContainerFactoryPostProcessor(ObjectProvider<InfrastructureRetryInstaller> installers) {
+		this.installers = installers;
+	}
 
 	@Override
 	@SuppressWarnings({ "unchecked", "rawtypes" })
@@ -34,6 +54,11 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 					&& !(filter instanceof BindingRecordFilterStrategy)) {
 				factory.setRecordFilterStrategy(new BindingRecordFilterStrategy(filter));
 			}
+			if (fields.isReadableProperty(CUSTOMIZER_FIELD)
+					&& !(fields.getPropertyValue(CUSTOMIZER_FIELD) instanceof LateContainerRetries)) {
+				factory.setContainerCustomizer(new LateContainerRetries(
+						(ContainerCustomizer) fields.getPropertyValue(CUSTOMIZER_FIELD), this.installers));
+			}
 			BatchInterceptor batch = factory.getBatchInterceptor();
 			if (!(batch instanceof CurrentBatchInterceptor)) {
 				BatchInterceptor binding = new CurrentBatchInterceptor();
@@ -41,6 +66,27 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 			}
 		}
 		return bean;
+	}
+
+	/**
+	 * Runs the application's customizer, then, for a container created after the
+	 * installer ran, puts the infrastructure retries in front of its error handler.
+	 */
+	@SuppressWarnings({ "unchecked", "rawtypes" })
+	private record LateContainerRetries(@Nullable ContainerCustomizer application,
+			ObjectProvider<InfrastructureRetryInstaller> installers) implements ContainerCustomizer {
+
+		@Override
+		public void configure(AbstractMessageListenerContainer container) {
+			if (this.application != null) {
+				this.application.configure(container);
+			}
+			InfrastructureRetryInstaller installer = this.installers.getIfAvailable();
+			if (installer != null && installer.isRunning()) {
+				installer.install(container);
+			}
+		}
+
 	}
 
 }

@@ -1,0 +1,113 @@
+package dev.idempotency.internal.consumer;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestKafka;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Lazy;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A listener container created after the application started (here for a {@code @Lazy}
+ * listener bean, created on first use; the registry starts its container at once) gets
+ * the infrastructure retries as the others do: a record whose key another consumer holds
+ * longer than the application's error handler retries is delayed, not given up.
+ */
+class LateContainerIntegrationTests {
+
+	private static final String TOPIC = "it-late-container";
+
+	private static ConfigurableApplicationContext context;
+
+	@BeforeAll
+	static void start() {
+		TestInfrastructure.createTopic(TOPIC, 1);
+		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
+				"idempotency.infrastructure-retry.max-interval=500ms");
+	}
+
+	@AfterAll
+	static void stop() {
+		if (context != null) {
+			context.close();
+		}
+	}
+
+	@Test
+	void aRecordOfALateContainerWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
+		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		String key = UUID.randomUUID().toString();
+		try (Connection holder = jdbc.getDataSource().getConnection()) {
+			holder.setAutoCommit(false);
+			try (Statement statement = holder.createStatement()) {
+				// another consumer's claim of the key, in a transaction that stays open
+				statement.executeUpdate("INSERT INTO processed_messages (consumer_group, idempotency_key) "
+						+ "VALUES ('late-container', '" + key + "')");
+			}
+			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+			// created now: its container starts after the application did
+			context.getBean(Listener.class);
+			assertThat(context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("late-container"))
+				.isNotNull();
+			// far longer than the default handler's ten claims that each give up after 100 ms
+			Thread.sleep(6000);
+			// the other consumer fails: its claim rolls back, so this record must be applied
+			holder.rollback();
+		}
+		TestKafka.awaitCommitted("late-container", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
+		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
+				"SELECT count(*) FROM late_container_effects WHERE message_key = ?", Integer.class, key))
+			.isEqualTo(1));
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class App {
+
+		@Bean
+		@Lazy
+		Listener listener(JdbcTemplate jdbc) {
+			jdbc.execute("CREATE TABLE IF NOT EXISTS late_container_effects (message_key TEXT NOT NULL)");
+			return new Listener(jdbc);
+		}
+
+	}
+
+	static class Listener {
+
+		private final JdbcTemplate jdbc;
+
+		Listener(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = "late-container", topics = TOPIC, groupId = "late-container")
+		@Idempotent
+		public void on(String payload) {
+			this.jdbc.update("INSERT INTO late_container_effects (message_key) VALUES (?)", payload);
+		}
+
+	}
+
+}
