@@ -117,6 +117,9 @@ public final class TestInfrastructure {
 		broker.brokerProperty("group.initial.rebalance.delay.ms", "0");
 		// topics exist only when a test creates them, so that a missing topic can fail a send
 		broker.brokerProperty("auto.create.topics.enable", "false");
+		// one broker: the transaction log of Kafka-transactional containers has one replica
+		broker.brokerProperty("transaction.state.log.replication.factor", "1");
+		broker.brokerProperty("transaction.state.log.min.isr", "1");
 		broker.afterPropertiesSet();
 		Runtime.getRuntime().addShutdownHook(new Thread(broker::destroy));
 		return broker.getBrokersAsString();
