@@ -108,6 +108,7 @@ final class BatchInvoker {
 				result = this.transactions.execute((status) -> {
 					attempt.claims.addAll(claim(candidates, messages, metrics));
 					Object returned = attempt.proceedWithNew();
+					AbortedTransactionCheck.check(method);
 					this.kafkaTransactions.check(method);
 					if (attempt.isNacked() && !this.store.unclaimAll(attempt.handedBack())) {
 						status.setRollbackOnly();
@@ -118,7 +119,11 @@ final class BatchInvoker {
 			}
 			else {
 				attempt.claims.addAll(claim(candidates, messages, metrics));
-				result = this.transactions.execute((status) -> attempt.proceedWithNew());
+				result = this.transactions.execute((status) -> {
+					Object returned = attempt.proceedWithNew();
+					AbortedTransactionCheck.check(method);
+					return returned;
+				});
 			}
 		}
 		catch (RuntimeException | Error ex) {

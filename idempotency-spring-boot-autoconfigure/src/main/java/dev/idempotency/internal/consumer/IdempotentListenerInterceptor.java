@@ -351,6 +351,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 	private @Nullable Object proceedUnlessNacked(MethodInvocation invocation, Listener listener,
 			@Nullable DeferredAcknowledgment acknowledgment, TransactionStatus status) {
 		Object returned = proceed(invocation);
+		AbortedTransactionCheck.check(listener.method());
 		this.kafkaTransactions.check(listener.method());
 		if (acknowledgment != null && acknowledgment.isNacked()) {
 			// the record is handed back: its work and claim must not outlive the nack
