@@ -1,16 +1,13 @@
 package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -19,7 +16,6 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -59,11 +55,10 @@ class AbortedTransactionIntegrationTests {
 	void aListenerThatSwallowsAFailedStatementFailsItsRecord() {
 		String key = UUID.randomUUID().toString();
 		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
-		Recovered recovered = context.getBean(Recovered.class);
+		RecordingBatches recorded = context.getBean(RecordingBatches.class);
 		await().atMost(Duration.ofSeconds(30))
-			.until(() -> recovered.records.stream().anyMatch((record) -> key.equals(record.value())));
-		assertThat(recovered.failures).anySatisfy((failure) -> assertThat(NestedExceptionUtils.getMostSpecificCause(failure))
-			.hasMessageContaining("aborted"));
+			.until(() -> recorded.recovered().stream().anyMatch((record) -> key.equals(record.value())));
+		assertThat(recorded.exceptions()).anySatisfy((failure) -> assertThat(failure).hasMessageContaining("aborted"));
 		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 		assertThat(jdbc.queryForObject("SELECT count(*) FROM aborted_effects WHERE message_key = ?", Integer.class,
 				key))
@@ -75,16 +70,13 @@ class AbortedTransactionIntegrationTests {
 	static class App {
 
 		@Bean
-		Recovered recovered() {
-			return new Recovered();
+		RecordingBatches recorded() {
+			return new RecordingBatches();
 		}
 
 		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return new DefaultErrorHandler((record, failure) -> {
-				recovered.records.add(record);
-				recovered.failures.add(failure);
-			}, new FixedBackOff(0, 1));
+		DefaultErrorHandler errorHandler(RecordingBatches recorded) {
+			return new DefaultErrorHandler(recorded::recover, new FixedBackOff(0, 1));
 		}
 
 		@Bean
@@ -94,14 +86,6 @@ class AbortedTransactionIntegrationTests {
 			jdbc.execute("INSERT INTO aborted_unique VALUES (1) ON CONFLICT DO NOTHING");
 			return new Listener(jdbc);
 		}
-
-	}
-
-	static class Recovered {
-
-		final List<ConsumerRecord<?, ?>> records = new CopyOnWriteArrayList<>();
-
-		final List<Throwable> failures = new CopyOnWriteArrayList<>();
 
 	}
 

@@ -1,18 +1,15 @@
 package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -21,7 +18,6 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -59,11 +55,10 @@ class AsynchronousResultIntegrationTests {
 	void aFutureReturnedAtRunTimeIsRefusedAndTheRecordGoesToTheRecoverer() {
 		String key = UUID.randomUUID().toString();
 		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
-		Recovered recovered = context.getBean(Recovered.class);
+		RecordingBatches recorded = context.getBean(RecordingBatches.class);
 		await().atMost(Duration.ofSeconds(30))
-			.until(() -> recovered.records.stream().anyMatch((record) -> key.equals(record.value())));
-		assertThat(recovered.failures).anySatisfy((failure) -> assertThat(NestedExceptionUtils.getMostSpecificCause(failure))
-			.hasMessageContaining("still under way"));
+			.until(() -> recorded.recovered().stream().anyMatch((record) -> key.equals(record.value())));
+		assertThat(recorded.exceptions()).anySatisfy((failure) -> assertThat(failure).hasMessageContaining("still under way"));
 		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 		assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE idempotency_key = ?",
 				Integer.class, key))
@@ -80,16 +75,13 @@ class AsynchronousResultIntegrationTests {
 	static class App {
 
 		@Bean
-		Recovered recovered() {
-			return new Recovered();
+		RecordingBatches recorded() {
+			return new RecordingBatches();
 		}
 
 		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return new DefaultErrorHandler((record, failure) -> {
-				recovered.records.add(record);
-				recovered.failures.add(failure);
-			}, new FixedBackOff(0, 1));
+		DefaultErrorHandler errorHandler(RecordingBatches recorded) {
+			return new DefaultErrorHandler(recorded::recover, new FixedBackOff(0, 1));
 		}
 
 		@Bean
@@ -97,14 +89,6 @@ class AsynchronousResultIntegrationTests {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS async_result_effects (message_key TEXT NOT NULL)");
 			return new Listener(jdbc);
 		}
-
-	}
-
-	static class Recovered {
-
-		final List<ConsumerRecord<?, ?>> records = new CopyOnWriteArrayList<>();
-
-		final List<Throwable> failures = new CopyOnWriteArrayList<>();
 
 	}
 

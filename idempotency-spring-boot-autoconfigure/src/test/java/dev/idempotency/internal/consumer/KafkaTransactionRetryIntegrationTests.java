@@ -1,7 +1,5 @@
 package dev.idempotency.internal.consumer;
 
-import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -9,6 +7,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.HeldKey;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
@@ -60,18 +59,12 @@ class KafkaTransactionRetryIntegrationTests {
 	void aRecordWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
 		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 		String key = UUID.randomUUID().toString();
-		try (Connection holder = jdbc.getDataSource().getConnection()) {
-			holder.setAutoCommit(false);
-			try (Statement statement = holder.createStatement()) {
-				// another consumer's claim of the key, in a transaction that stays open
-				statement.executeUpdate("INSERT INTO processed_messages (consumer_group, idempotency_key) "
-						+ "VALUES ('kafka-tx-retry', '" + key + "')");
-			}
+		// another consumer's claim of the key, in a transaction that stays open
+		try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "kafka-tx-retry", key)) {
 			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
 			// far longer than the default after-rollback processor's ten claims that each give up after 100 ms
 			Thread.sleep(6000);
-			// the other consumer fails: its claim rolls back, so this record must be applied
-			holder.rollback();
+			// then the other consumer fails: its claim rolls back, so this record must be applied
 		}
 		TestKafka.awaitCommitted("kafka-tx-retry", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
 		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(

@@ -1,12 +1,11 @@
 package dev.idempotency.internal.consumer;
 
-import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.HeldKey;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
@@ -58,13 +57,8 @@ class LateContainerIntegrationTests {
 	void aRecordOfALateContainerWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
 		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 		String key = UUID.randomUUID().toString();
-		try (Connection holder = jdbc.getDataSource().getConnection()) {
-			holder.setAutoCommit(false);
-			try (Statement statement = holder.createStatement()) {
-				// another consumer's claim of the key, in a transaction that stays open
-				statement.executeUpdate("INSERT INTO processed_messages (consumer_group, idempotency_key) "
-						+ "VALUES ('late-container', '" + key + "')");
-			}
+		// another consumer's claim of the key, in a transaction that stays open
+		try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "late-container", key)) {
 			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
 			// created now: its container starts after the application did
 			context.getBean(Listener.class);
@@ -72,8 +66,7 @@ class LateContainerIntegrationTests {
 				.isNotNull();
 			// far longer than the default handler's ten claims that each give up after 100 ms
 			Thread.sleep(6000);
-			// the other consumer fails: its claim rolls back, so this record must be applied
-			holder.rollback();
+			// then the other consumer fails: its claim rolls back, so this record must be applied
 		}
 		TestKafka.awaitCommitted("late-container", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
 		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(

@@ -8,7 +8,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.core.NestedExceptionUtils;
 
 /**
- * What a batch listener of a test received, and what the error handler's recoverer got,
+ * What a listener of a test received, and what the error handler's recoverer got,
  * with the most specific cause of each.
  */
 class RecordingBatches {
