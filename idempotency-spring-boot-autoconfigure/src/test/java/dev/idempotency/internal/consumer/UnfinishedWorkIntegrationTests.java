@@ -1,6 +1,7 @@
 package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -13,6 +14,8 @@ import dev.idempotency.test.TestKafka;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
@@ -38,6 +41,8 @@ class UnfinishedWorkIntegrationTests {
 
 	private static final String ABORTED = "it-unfinished-aborted";
 
+	private static final String ABORTED_BATCHES = "it-unfinished-aborted-batch";
+
 	private static ConfigurableApplicationContext context;
 
 	private static JdbcTemplate jdbc;
@@ -46,6 +51,7 @@ class UnfinishedWorkIntegrationTests {
 	static void start() {
 		TestInfrastructure.createTopic(FUTURES, 1);
 		TestInfrastructure.createTopic(ABORTED, 1);
+		TestInfrastructure.createTopic(ABORTED_BATCHES, 1);
 		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
 		jdbc = context.getBean(JdbcTemplate.class);
 	}
@@ -79,9 +85,10 @@ class UnfinishedWorkIntegrationTests {
 	 * but PostgreSQL has aborted the transaction: its commit rolls everything back, the
 	 * claim included, and the driver reports a normal commit.
 	 */
-	@Test
-	void aListenerThatSwallowsAFailedStatementFailsItsRecord() {
-		String key = sendAndAwaitRecovery(ABORTED, "aborted");
+	@ParameterizedTest
+	@ValueSource(strings = { ABORTED, ABORTED_BATCHES })
+	void aListenerThatSwallowsAFailedStatementFailsItsRecord(String topic) {
+		String key = sendAndAwaitRecovery(topic, "aborted");
 		assertThat(effects(key)).isZero();
 	}
 
@@ -144,6 +151,16 @@ class UnfinishedWorkIntegrationTests {
 		@KafkaListener(topics = ABORTED, groupId = "unfinished-aborted")
 		@Idempotent
 		public void aborted(String payload) {
+			insertTwice(payload);
+		}
+
+		@KafkaListener(topics = ABORTED_BATCHES, groupId = "unfinished-aborted-batch", batch = "true")
+		@Idempotent
+		public void abortedBatch(List<String> payloads) {
+			payloads.forEach(this::insertTwice);
+		}
+
+		private void insertTwice(String payload) {
 			this.jdbc.update("INSERT INTO unfinished_effects (message_key) VALUES (?)", payload);
 			try {
 				this.jdbc.update("INSERT INTO unfinished_unique VALUES (1)");
