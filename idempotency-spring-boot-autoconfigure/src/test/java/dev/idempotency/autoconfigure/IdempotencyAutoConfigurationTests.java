@@ -107,6 +107,33 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
+	void failsFastOnAnIdempotentMethodWhenNoStoreIsConfigured() {
+		// two DataSources, neither @Primary: the JDBC store cannot choose
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
+					IdempotencyStoreMissingAutoConfiguration.class))
+			.withBean("ledgerDataSource", DataSource.class, () -> new DriverManagerDataSource(
+					TestInfrastructure.postgres().jdbcUrl()))
+			.withBean("auditDataSource", DataSource.class, () -> new DriverManagerDataSource(
+					TestInfrastructure.postgres().jdbcUrl()))
+			.withBean(PlainListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("no idempotency store is configured")
+				.hasMessageContaining("@Primary"));
+	}
+
+	@Test
+	void startsWithoutAStoreWhenNoMethodIsIdempotent() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
+					IdempotencyStoreMissingAutoConfiguration.class))
+			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedMessageStore.class));
+	}
+
+	@Test
 	void backsOffWithoutSpringKafka() {
 		this.runner.withClassLoader(new FilteredClassLoader(KafkaListener.class))
 			.run((context) -> assertThat(context).hasNotFailed()
@@ -460,6 +487,15 @@ class IdempotencyAutoConfigurationTests {
 
 		@KafkaListener(topics = "t")
 		@Idempotent(key = "payload.(")
+		public void on(String payload) {
+		}
+
+	}
+
+	static class PlainListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
 		public void on(String payload) {
 		}
 
