@@ -60,6 +60,8 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.KafkaHeaders;
 import org.springframework.messaging.handler.annotation.Header;
 import org.springframework.scheduling.annotation.Async;
+import org.springframework.transaction.annotation.Propagation;
+import org.springframework.transaction.annotation.Transactional;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -385,6 +387,21 @@ class IdempotencyAutoConfigurationTests {
 				.hasMessageContaining("is @Async"));
 	}
 
+	@ParameterizedTest
+	@ValueSource(classes = { OwnTransactionListener.class, NoTransactionListener.class, OwnTransactionClassListener.class })
+	void failsFastOnAListenerWhoseOwnTransactionWouldNotJoinTheClaims(Class<?> listener) {
+		this.runner.withBean(listener)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(listener.getName() + ".on")
+				.hasMessageContaining("apart from the claim"));
+	}
+
+	@Test
+	void acceptsAListenerThatJoinsTheClaimsTransaction() {
+		this.runner.withBean(JoiningListener.class).run((context) -> assertThat(context).hasNotFailed());
+	}
+
 	@Test
 	void failsFastOnABatchListenerWithAMapOfHeaders() {
 		this.runner.withBean(BatchHeadersListener.class)
@@ -496,6 +513,46 @@ class IdempotencyAutoConfigurationTests {
 
 		@KafkaListener(topics = "t")
 		@Idempotent
+		public void on(String payload) {
+		}
+
+	}
+
+	static class OwnTransactionListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional(propagation = Propagation.REQUIRES_NEW)
+		public void on(String payload) {
+		}
+
+	}
+
+	static class NoTransactionListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional(propagation = Propagation.NOT_SUPPORTED)
+		public void on(String payload) {
+		}
+
+	}
+
+	@Transactional(propagation = Propagation.REQUIRES_NEW)
+	static class OwnTransactionClassListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		public void on(String payload) {
+		}
+
+	}
+
+	static class JoiningListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional
 		public void on(String payload) {
 		}
 

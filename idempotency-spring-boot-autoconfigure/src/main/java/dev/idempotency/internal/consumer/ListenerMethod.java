@@ -35,6 +35,8 @@ import org.springframework.messaging.handler.annotation.Headers;
 import org.springframework.messaging.handler.annotation.Payload;
 import org.springframework.messaging.support.MessageBuilder;
 import org.springframework.scheduling.annotation.Async;
+import org.springframework.transaction.annotation.Propagation;
+import org.springframework.transaction.annotation.Transactional;
 
 /**
  * What the interceptor needs to know of one {@code @Idempotent} listener method, worked
@@ -108,6 +110,17 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 					+ "on the consumer thread, so the container would commit the offset before the claim and the "
 					+ "work ran, and a failure on the executor would never be retried. Remove @Async; to process "
 					+ "records in parallel, raise the container's concurrency (partitions)");
+		}
+		Transactional own = AnnotatedElementUtils.findMergedAnnotation(method, Transactional.class);
+		if (own == null) {
+			own = AnnotatedElementUtils.findMergedAnnotation(targetClass, Transactional.class);
+		}
+		if (own != null && (own.propagation() == Propagation.REQUIRES_NEW
+				|| own.propagation() == Propagation.NOT_SUPPORTED || own.propagation() == Propagation.NEVER)) {
+			throw new IllegalStateException("@Idempotent method " + display + " is @Transactional(propagation = "
+					+ own.propagation() + "): its work would not run in the claim's transaction, so it would commit "
+					+ "apart from the claim and be applied again on a retry. Remove the propagation (REQUIRED, the "
+					+ "default, joins the claim's transaction)");
 		}
 		if (isAsynchronous(method)) {
 			throw new IllegalStateException("@Idempotent method " + display + " is asynchronous (it returns "
