@@ -25,8 +25,14 @@ public final class InfrastructureFailures {
 
 	// SQLSTATE classes: connection exception, transaction rollback (serialization failure,
 	// deadlock), insufficient resources, operator intervention (shutdown, starting up,
-	// statement timeout), and lock_not_available
-	private static final List<String> SQL_STATES = List.of("08", "40", "53", "57", "55P03");
+	// statement timeout), system error; lock_not_available, and read_only_sql_transaction (a
+	// write that reached a standby during a failover)
+	private static final List<String> SQL_STATES = List.of("08", "40", "53", "57", "55P03", "25006", "58");
+
+	// Redis error replies while a replica is promoted, a dataset loads or a cluster
+	// reshards: the command may succeed once the failover ends
+	private static final List<String> REDIS_REPLIES = List.of("READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN",
+			"TRYAGAIN");
 
 	private static final int MAX_DEPTH = 32;
 
@@ -71,6 +77,10 @@ public final class InfrastructureFailures {
 		if (ex instanceof TransientDataAccessException) {
 			// a stale entity stays stale however often the record is retried
 			return !(ex instanceof OptimisticLockingFailureException);
+		}
+		if (ex.getClass().getName().equals("io.lettuce.core.RedisCommandExecutionException") && ex.getMessage() != null
+				&& REDIS_REPLIES.stream().anyMatch(ex.getMessage()::startsWith)) {
+			return true;
 		}
 		if (ex instanceof SQLException sql && sql.getSQLState() != null) {
 			return SQL_STATES.stream().anyMatch(sql.getSQLState()::startsWith);

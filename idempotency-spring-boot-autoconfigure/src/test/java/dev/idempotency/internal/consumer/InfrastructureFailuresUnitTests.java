@@ -3,6 +3,7 @@ package dev.idempotency.internal.consumer;
 import java.sql.SQLException;
 
 import dev.idempotency.IdempotencyKeyInProgressException;
+import io.lettuce.core.RedisCommandExecutionException;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.dao.CannotAcquireLockException;
@@ -10,6 +11,7 @@ import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.dao.OptimisticLockingFailureException;
 import org.springframework.dao.QueryTimeoutException;
+import org.springframework.data.redis.RedisSystemException;
 import org.springframework.transaction.CannotCreateTransactionException;
 import org.springframework.transaction.TransactionSystemException;
 
@@ -41,6 +43,25 @@ class InfrastructureFailuresUnitTests {
 					new SQLException("server said no", state));
 			assertThat(InfrastructureFailures.isInfrastructureFailure(wrapped)).as(state).isTrue();
 		}
+	}
+
+	@Test
+	void failoverAnswersCount() {
+		// a write on a standby, an I/O error of the server
+		for (String state : new String[] { "25006", "58030" }) {
+			assertThat(InfrastructureFailures.isInfrastructureFailure(new IllegalStateException("listener failed",
+					new SQLException("server said no", state)))).as(state).isTrue();
+		}
+		// Redis answers while a replica is promoted, a dataset loads or a cluster reshards
+		for (String reply : new String[] { "READONLY You can't write against a read only replica.",
+				"LOADING Redis is loading the dataset in memory", "MASTERDOWN Link with MASTER is down",
+				"CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing of slot" }) {
+			assertThat(InfrastructureFailures.isInfrastructureFailure(
+					new RedisSystemException("Error in execution", new RedisCommandExecutionException(reply))))
+				.as(reply).isTrue();
+		}
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new RedisSystemException("Error in execution",
+				new RedisCommandExecutionException("ERR wrong number of arguments")))).isFalse();
 	}
 
 	@Test
