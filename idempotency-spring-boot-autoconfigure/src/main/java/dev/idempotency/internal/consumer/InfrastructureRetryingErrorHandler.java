@@ -71,9 +71,14 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	public void handleBatch(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
 			MessageListenerContainer container, Runnable invokeListener) {
 		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
-			redeliverLater(thrownException, data, consumer, container);
+			throw redeliverLater(thrownException, data, consumer, container);
 		}
-		this.application.handleBatch(thrownException, data, consumer, container, invokeListener);
+		try {
+			this.application.handleBatch(thrownException, data, consumer, container, stoppingAtOutage(invokeListener));
+		}
+		catch (OutageDuringRetry outage) {
+			throw redeliverLater(outage.failure, data, consumer, container);
+		}
 	}
 
 	@Override
@@ -81,21 +86,50 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 			ConsumerRecords<?, ?> data, Consumer<?, ?> consumer, MessageListenerContainer container,
 			Runnable invokeListener) {
 		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
-			redeliverLater(thrownException, data, consumer, container);
+			throw redeliverLater(thrownException, data, consumer, container);
 		}
-		return this.application.handleBatchAndReturnRemaining(thrownException, data, consumer, container,
-				invokeListener);
+		try {
+			return this.application.handleBatchAndReturnRemaining(thrownException, data, consumer, container,
+					stoppingAtOutage(invokeListener));
+		}
+		catch (OutageDuringRetry outage) {
+			throw redeliverLater(outage.failure, data, consumer, container);
+		}
+	}
+
+	/**
+	 * Wrap the listener call the application's handler retries a whole batch with (in a
+	 * loop of its own, as spring-kafka's {@code FallbackBatchErrorHandler} does): a
+	 * failure of the infrastructure on one of those calls leaves the handler's loop at
+	 * once, so that it counts none of the application's attempts and never reaches its
+	 * recoverer; the batch is then delivered again after the infrastructure back-off. An
+	 * {@link Error} is the one thing such a loop does not catch; it never leaves this
+	 * class.
+	 */
+	private Runnable stoppingAtOutage(Runnable invokeListener) {
+		return () -> {
+			try {
+				invokeListener.run();
+			}
+			catch (RuntimeException ex) {
+				if (InfrastructureFailures.isInfrastructureFailure(ex)) {
+					throw new OutageDuringRetry(ex);
+				}
+				throw ex;
+			}
+		};
 	}
 
 	/**
 	 * Send a batch failed by the infrastructure back to the container whole: seek each of
-	 * its partitions back to its first record, wait out the back-off, and throw, so that
-	 * nothing of it is committed and the next poll delivers it again. Each attempt comes
+	 * its partitions back to its first record and wait out the back-off; the caller throws
+	 * the returned exception, so that nothing of it is committed and the next poll
+	 * delivers it again. Each attempt comes
 	 * back here, so that a failure of another kind then reaches the application's handler,
 	 * and the application's retries never count an outage.
 	 */
-	private void redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data, Consumer<?, ?> consumer,
-			MessageListenerContainer container) {
+	private KafkaException redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data,
+			Consumer<?, ?> consumer, MessageListenerContainer container) {
 		for (TopicPartition partition : data.partitions()) {
 			List<? extends ConsumerRecord<?, ?>> records = data.records(partition);
 			if (!records.isEmpty()) {
@@ -116,7 +150,7 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 		}
-		throw new KafkaException("Batch failed by the infrastructure (" + thrownException
+		return new KafkaException("Batch failed by the infrastructure (" + thrownException
 				+ "); it will be delivered again", KafkaException.Level.WARN, thrownException);
 	}
 
@@ -142,6 +176,23 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	}
 
 	private record BatchRetry(TopicPartitionOffset batch, BackOffExecution execution) {
+	}
+
+	/**
+	 * Carries an infrastructure failure out of the application handler's own retry loop,
+	 * which catches every {@link Exception} and counts it as an attempt.
+	 */
+	private static final class OutageDuringRetry extends Error {
+
+		private static final long serialVersionUID = 1L;
+
+		private final transient RuntimeException failure;
+
+		OutageDuringRetry(RuntimeException failure) {
+			super(failure.toString(), failure, false, false);
+			this.failure = failure;
+		}
+
 	}
 
 	@Override
