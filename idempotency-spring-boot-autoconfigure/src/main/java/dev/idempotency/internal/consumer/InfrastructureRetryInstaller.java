@@ -10,8 +10,10 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.AfterRollbackProcessor;
 import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.FailedRecordProcessor;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.util.backoff.BackOff;
 
@@ -19,9 +21,13 @@ import org.springframework.util.backoff.BackOff;
  * Puts an {@link InfrastructureRetryingErrorHandler} in front of the error handler of
  * every listener container of the registry, just before the registry starts them: the
  * application's own handler (from the container factory, a container customizer or the
- * retry topics), or spring-kafka's default {@link DefaultErrorHandler} when there is none.
- * The starter's {@linkplain IdempotencyExceptions#notRetryable() non-retryable exceptions} are registered on a
- * {@code DefaultErrorHandler}; a handler of another type must classify them itself.
+ * retry topics), or spring-kafka's default {@link DefaultErrorHandler} when there is none;
+ * and an {@link InfrastructureRetryingAfterRollbackProcessor} in front of its
+ * after-rollback processor, which a container that runs its listener in a transaction
+ * also hands each failure to. The starter's
+ * {@linkplain IdempotencyExceptions#notRetryable() non-retryable exceptions} are
+ * registered on a {@code DefaultErrorHandler} and a {@code DefaultAfterRollbackProcessor};
+ * a handler of another type must classify them itself.
  */
 public final class InfrastructureRetryInstaller implements SmartLifecycle {
 
@@ -66,8 +72,20 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 				// retrying cannot cure these: straight to the recoverer
 				defaultErrorHandler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
 			}
-			listenerContainer.setCommonErrorHandler(new InfrastructureRetryingErrorHandler(application,
-					this.backOff.get()));
+			InfrastructureRetryingErrorHandler errorHandler = new InfrastructureRetryingErrorHandler(application,
+					this.backOff.get());
+			listenerContainer.setCommonErrorHandler(errorHandler);
+			// a transactional container hands a failed record to this processor too, and it
+			// would recover the record (and commit its offset) after its own attempts
+			AfterRollbackProcessor<?, ?> afterRollback = listenerContainer.getAfterRollbackProcessor();
+			if (afterRollback instanceof InfrastructureRetryingAfterRollbackProcessor wrapped) {
+				afterRollback = wrapped.application();
+			}
+			if (afterRollback instanceof FailedRecordProcessor processor) {
+				processor.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
+			}
+			listenerContainer.setAfterRollbackProcessor(
+					InfrastructureRetryingAfterRollbackProcessor.of(afterRollback, errorHandler, this.backOff.get()));
 			if (logger.isDebugEnabled()) {
 				logger.debug("Infrastructure failures of container " + container.getListenerId()
 						+ " are retried without end before its error handler sees them");

@@ -33,6 +33,8 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 
 	private final ThreadLocal<BatchRetry> batchRetry = new ThreadLocal<>();
 
+	private final ThreadLocal<Throwable> delayed = new ThreadLocal<>();
+
 	/**
 	 * Wrap the application's error handler.
 	 * @param application the error handler of the container
@@ -51,8 +53,32 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	}
 
 	private CommonErrorHandler handlerFor(Exception thrownException) {
-		return InfrastructureFailures.isInfrastructureFailure(thrownException) ? this.infrastructure
-				: this.application;
+		if (InfrastructureFailures.isInfrastructureFailure(thrownException)) {
+			this.delayed.set(thrownException);
+			return this.infrastructure;
+		}
+		return this.application;
+	}
+
+	/**
+	 * Return whether this handler waited out the back-off for the failure, or for one of
+	 * its causes, last on this thread: in a transactional container, the after-rollback
+	 * processor then sees the failure again and need not wait a second time.
+	 * @param failure the failure the transaction rolled back for
+	 * @return {@code true} if the back-off was waited out
+	 */
+	boolean delayed(Throwable failure) {
+		Throwable last = this.delayed.get();
+		for (Throwable cause = failure; cause != null && last != null; cause = cause.getCause()) {
+			if (cause == last) {
+				this.delayed.remove();
+				return true;
+			}
+			if (cause.getCause() == cause) {
+				break;
+			}
+		}
+		return false;
 	}
 
 	@Override
@@ -130,6 +156,7 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	 */
 	private KafkaException redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data,
 			Consumer<?, ?> consumer, MessageListenerContainer container) {
+		this.delayed.set(thrownException);
 		for (TopicPartition partition : data.partitions()) {
 			List<? extends ConsumerRecord<?, ?>> records = data.records(partition);
 			if (!records.isEmpty()) {
@@ -198,6 +225,7 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	@Override
 	public void clearThreadState() {
 		this.batchRetry.remove();
+		this.delayed.remove();
 		this.infrastructure.clearThreadState();
 		this.application.clearThreadState();
 	}

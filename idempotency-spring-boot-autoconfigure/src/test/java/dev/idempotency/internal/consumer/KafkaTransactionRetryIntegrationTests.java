@@ -23,6 +23,9 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
+import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -35,6 +38,8 @@ import static org.awaitility.Awaitility.await;
 class KafkaTransactionRetryIntegrationTests {
 
 	private static final String TOPIC = "it-kafka-tx-retry";
+
+	private static final String RECOVERED = "it-kafka-tx-recovered";
 
 	private static ConfigurableApplicationContext context;
 
@@ -70,6 +75,76 @@ class KafkaTransactionRetryIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
 				"SELECT count(*) FROM kafka_tx_retry_effects WHERE message_key = ?", Integer.class, key))
 			.isEqualTo(1));
+	}
+
+	@Test
+	void aRecordWhoseKeyIsHeldNeverReachesTheAfterRollbackProcessorsRecoverer() throws Exception {
+		TestInfrastructure.createTopic(RECOVERED, 1);
+		try (ConfigurableApplicationContext recovering = TestApplications.run(RecoveringApp.class,
+				TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
+				"idempotency.infrastructure-retry.max-interval=500ms",
+				"spring.kafka.producer.transaction-id-prefix=kafka-tx-recovered-",
+				"idempotency.transaction-manager=transactionManager")) {
+			JdbcTemplate jdbc = recovering.getBean(JdbcTemplate.class);
+			RecordingBatches recoverer = recovering.getBean(RecordingBatches.class);
+			String key = UUID.randomUUID().toString();
+			try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "kafka-tx-recovered", key)) {
+				TestKafka.send(RECOVERED, 0, key, Map.of("X-Idempotency-Key", key));
+				// the processor's three attempts each give up after 100 ms
+				Thread.sleep(4000);
+			}
+			TestKafka.awaitCommitted("kafka-tx-recovered", new TopicPartition(RECOVERED, 0), Duration.ofSeconds(60));
+			assertThat(recoverer.recovered()).isEmpty();
+			await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
+					"SELECT count(*) FROM kafka_tx_retry_effects WHERE message_key = ?", Integer.class, key))
+				.isEqualTo(1));
+		}
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class RecoveringApp {
+
+		@Bean
+		DataSourceTransactionManager transactionManager(DataSource dataSource) {
+			return new DataSourceTransactionManager(dataSource);
+		}
+
+		@Bean
+		RecordingBatches recoverer() {
+			return new RecordingBatches();
+		}
+
+		// recovers a record after three attempts and commits its offset in the transaction
+		@Bean
+		DefaultAfterRollbackProcessor<Object, Object> afterRollbackProcessor(RecordingBatches recoverer,
+				KafkaTemplate<Object, Object> template) {
+			return new DefaultAfterRollbackProcessor<>(recoverer::recover, new FixedBackOff(0, 2), template, true);
+		}
+
+		@Bean
+		RecoveringListener recoveringListener(JdbcTemplate jdbc) {
+			jdbc.execute("CREATE TABLE IF NOT EXISTS kafka_tx_retry_effects (message_key TEXT NOT NULL)");
+			return new RecoveringListener(jdbc);
+		}
+
+	}
+
+	static class RecoveringListener {
+
+		private final JdbcTemplate jdbc;
+
+		RecoveringListener(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@KafkaListener(id = "kafka-tx-recovered", topics = RECOVERED, groupId = "kafka-tx-recovered")
+		@Idempotent
+		public void on(String payload) {
+			this.jdbc.update("INSERT INTO kafka_tx_retry_effects (message_key) VALUES (?)", payload);
+		}
+
 	}
 
 	@SpringBootConfiguration
