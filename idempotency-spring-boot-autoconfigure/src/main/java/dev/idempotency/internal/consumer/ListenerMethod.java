@@ -235,9 +235,13 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	 * Return the scope of a record's key: the annotated scope; else the consumer group of
 	 * the current consumer thread, except for a record that a
 	 * {@code DeadLetterPublishingRecoverer} republished to a retry or dead-letter topic and
-	 * that this group's own retry or dead-letter endpoint consumes (its group is the
-	 * original group with a suffix, such as {@code ledger-retry}): that record is the same
-	 * message, in the original group's scope; else the listener's name.
+	 * that the failing group's own retry or dead-letter endpoint consumes: that record is
+	 * the same message, in the original group's scope; else the listener's name. An
+	 * endpoint is the failing group's own when its group is the original group with the
+	 * suffix its topic adds to the original topic ({@code ledger-retry-0} reading
+	 * {@code payments-retry-0}, {@code ledger-dlt} reading {@code payments-dlt}), as
+	 * spring-kafka names retry endpoints; another service whose group merely starts with
+	 * the original group's name ({@code ledger-alerts}) keeps its own scope.
 	 * @param record the record
 	 * @return the scope, fitted to the store
 	 */
@@ -246,7 +250,8 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		if (scope.isEmpty()) {
 			scope = KafkaUtils.getConsumerGroupId();
 			String original = RecordCoordinates.originalConsumerGroup(record);
-			if (scope != null && original != null && scope.startsWith(original + "-")) {
+			if (scope != null && original != null
+					&& sameSuffix(scope, original, record.topic(), RecordCoordinates.originalTopic(record))) {
 				scope = original;
 			}
 		}
@@ -254,6 +259,13 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 			scope = this.name;
 		}
 		return StoredKey.of(scope);
+	}
+
+	private static boolean sameSuffix(String group, String originalGroup, String topic,
+			@Nullable String originalTopic) {
+		return originalTopic != null && group.length() > originalGroup.length() && group.startsWith(originalGroup)
+				&& topic.startsWith(originalTopic)
+				&& group.substring(originalGroup.length()).equals(topic.substring(originalTopic.length()));
 	}
 
 	/**

@@ -108,6 +108,21 @@ public final class RecordCoordinates {
 		return (group != null && group.length > 0) ? new String(group, StandardCharsets.UTF_8) : null;
 	}
 
+	/**
+	 * Return the topic of the record that first failed, for a record that a
+	 * {@code DeadLetterPublishingRecoverer} republished to a retry or dead-letter topic.
+	 * @param record the record
+	 * @return the topic of the original record, or {@code null}
+	 */
+	public static @Nullable String originalTopic(ConsumerRecord<?, ?> record) {
+		byte[] topic = firstValue(record, ORIGINAL_TOPIC);
+		if (topic == null) {
+			// retry topics name it so
+			topic = firstValue(record, RETRY_ORIGINAL_TOPIC);
+		}
+		return (topic != null && topic.length > 0) ? new String(topic, StandardCharsets.UTF_8) : null;
+	}
+
 	// Each hop through a retry topic appends its own "original" headers: the first ones
 	// name the record on the main topic.
 	private static byte @Nullable [] firstValue(ConsumerRecord<?, ?> record, String name) {

@@ -35,7 +35,7 @@ import static org.awaitility.Awaitility.await;
  * group's own dead-letter listener (group {@code <group>-dlt}), it is applied once in the
  * scope of the group that failed it, and a second replay of the dead-letter topic (or of
  * the main topic) applies nothing. Another service reading the dead-letter topic keeps
- * its own scope.
+ * its own scope, even when its group's name starts with the failing group's.
  */
 class DeadLetterReplayIntegrationTests {
 
@@ -60,9 +60,17 @@ class DeadLetterReplayIntegrationTests {
 			await().atMost(Duration.ofSeconds(30))
 				.untilAsserted(() -> assertThat(TestKafka.endOffset(new TopicPartition(TOPIC + "-dlt", 0))).isEqualTo(2));
 			assertThat(effects(jdbc, keyed)).isZero();
+			KafkaListenerEndpointRegistry registry = context.getBean(KafkaListenerEndpointRegistry.class);
+			// another service reads the dead-letter topic first; its group's name starts with
+			// the failing group's, but its suffix is not the one the dead-letter topic has
+			registry.getListenerContainer("dlt-alerts").start();
+			TopicPartition dltPartition = new TopicPartition(TOPIC + "-dlt", 0);
+			TestKafka.awaitCommitted("dlt-main-alerts", dltPartition, Duration.ofSeconds(30));
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE consumer_group = "
+					+ "'dlt-main-alerts' AND idempotency_key IN (?, ?)", Integer.class, keyed, keylessKey))
+				.isEqualTo(2);
 			// the cause is fixed; an operator replays the dead-letter topic
 			listener.fixed();
-			KafkaListenerEndpointRegistry registry = context.getBean(KafkaListenerEndpointRegistry.class);
 			MessageListenerContainer replayer = registry.getListenerContainer("dlt-replayer");
 			replayer.start();
 			TopicPartition dlt = new TopicPartition(TOPIC + "-dlt", 0);
@@ -139,6 +147,12 @@ class DeadLetterReplayIntegrationTests {
 		@Idempotent
 		public void replay(String value) {
 			apply(value);
+		}
+
+		@KafkaListener(id = "dlt-alerts", topics = TOPIC + "-dlt", groupId = "dlt-main-alerts",
+				autoStartup = "false")
+		@Idempotent
+		public void alert(String value) {
 		}
 
 		@KafkaListener(id = "dlt-notifier", topics = TOPIC + "-dlt", groupId = "dlt-notifier", autoStartup = "false")
