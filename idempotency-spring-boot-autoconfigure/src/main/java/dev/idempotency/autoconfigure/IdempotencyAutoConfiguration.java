@@ -33,6 +33,7 @@ import tools.jackson.databind.json.JsonMapper;
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -192,7 +193,14 @@ public final class IdempotencyAutoConfiguration {
 		return new IdempotentMethodValidator();
 	}
 
-	private static @Nullable PlatformTransactionManager transactionManager(ListableBeanFactory beanFactory,
+	@Bean
+	static BeanPostProcessor idempotentListenerTransactionManagerCheck(
+			ObjectProvider<IdempotencyProperties> properties) {
+		return new ListenerTransactionManagerCheck(
+				(beanFactory) -> transactionManager(beanFactory, properties.getObject()));
+	}
+
+	static @Nullable PlatformTransactionManager transactionManager(ListableBeanFactory beanFactory,
 			IdempotencyProperties properties) {
 		if (properties.transactionManager() != null) {
 			return beanFactory.getBean(properties.transactionManager(), PlatformTransactionManager.class);
@@ -236,7 +244,7 @@ public final class IdempotencyAutoConfiguration {
 	 * {@code getDataSource()} of a JPA or Hibernate one; {@code null} when it has none
 	 * (Kafka, JTA).
 	 */
-	private static @Nullable DataSource managedDataSource(PlatformTransactionManager transactionManager) {
+	static @Nullable DataSource managedDataSource(PlatformTransactionManager transactionManager) {
 		if (transactionManager instanceof ResourceTransactionManager resourceTransactionManager
 				&& resourceTransactionManager.getResourceFactory() instanceof DataSource resource) {
 			return resource;

@@ -388,7 +388,8 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@ParameterizedTest
-	@ValueSource(classes = { OwnTransactionListener.class, NoTransactionListener.class, OwnTransactionClassListener.class })
+	@ValueSource(classes = { OwnTransactionListener.class, NoTransactionListener.class, OwnTransactionClassListener.class,
+			JtaOwnTransactionListener.class, JtaNoTransactionListener.class })
 	void failsFastOnAListenerWhoseOwnTransactionWouldNotJoinTheClaims(Class<?> listener) {
 		this.runner.withBean(listener)
 			.run((context) -> assertThat(context).hasFailed()
@@ -397,9 +398,38 @@ class IdempotencyAutoConfigurationTests {
 				.hasMessageContaining("apart from the claim"));
 	}
 
+	@ParameterizedTest
+	@ValueSource(classes = { JoiningListener.class, JtaJoiningListener.class, ClaimsManagerListener.class })
+	void acceptsAListenerThatJoinsTheClaimsTransaction(Class<?> listener) {
+		this.runner.withBean(listener)
+			.withUserConfiguration(TwoTransactionManagers.class)
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
 	@Test
-	void acceptsAListenerThatJoinsTheClaimsTransaction() {
-		this.runner.withBean(JoiningListener.class).run((context) -> assertThat(context).hasNotFailed());
+	void failsFastOnAListenerWhoseTransactionNamesAnotherTransactionManager() {
+		this.runner.withBean(OtherManagerListener.class)
+			.withUserConfiguration(TwoTransactionManagers.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(OtherManagerListener.class.getName() + ".on")
+				.hasMessageContaining("otherTransactionManager"));
+	}
+
+	@Test
+	void failsFastOnAJdbcTransactionManagerBesideTheClaimsJpaOneOnTheSameDataSource() {
+		this.runner.withUserConfiguration(JpaAndJdbcTransactionManagers.class)
+			.withBean(JoiningListener.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("jdbcTransactionManager")
+				.hasMessageContaining("same DataSource"));
+	}
+
+	@Test
+	void acceptsAJdbcTransactionManagerBesideTheClaimsJpaOneWhenNoMethodIsIdempotent() {
+		this.runner.withUserConfiguration(JpaAndJdbcTransactionManagers.class)
+			.run((context) -> assertThat(context).hasNotFailed());
 	}
 
 	@Test
@@ -544,6 +574,93 @@ class IdempotencyAutoConfigurationTests {
 		@KafkaListener(topics = "t")
 		@Idempotent
 		public void on(String payload) {
+		}
+
+	}
+
+	static class JtaOwnTransactionListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@jakarta.transaction.Transactional(jakarta.transaction.Transactional.TxType.REQUIRES_NEW)
+		public void on(String payload) {
+		}
+
+	}
+
+	static class JtaNoTransactionListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@jakarta.transaction.Transactional(jakarta.transaction.Transactional.TxType.NOT_SUPPORTED)
+		public void on(String payload) {
+		}
+
+	}
+
+	static class JtaJoiningListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@jakarta.transaction.Transactional
+		public void on(String payload) {
+		}
+
+	}
+
+	static class OtherManagerListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional(transactionManager = "otherTransactionManager")
+		public void on(String payload) {
+		}
+
+	}
+
+	static class ClaimsManagerListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional("transactionManager")
+		public void on(String payload) {
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TwoTransactionManagers {
+
+		@Bean
+		DataSourceTransactionManager transactionManager(DataSource dataSource) {
+			return new DataSourceTransactionManager(dataSource);
+		}
+
+		// a second database's
+		@Bean
+		DataSourceTransactionManager otherTransactionManager() {
+			return new DataSourceTransactionManager(new DriverManagerDataSource(
+					TestInfrastructure.postgres().jdbcUrl(), TestInfrastructure.postgres().username(),
+					TestInfrastructure.postgres().password()));
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class JpaAndJdbcTransactionManagers {
+
+		// the EntityManagerFactory is beside the point: the check reads the DataSource
+		@Bean
+		JpaTransactionManager transactionManager(DataSource dataSource) {
+			JpaTransactionManager transactionManager = new JpaTransactionManager(
+					Mockito.mock(EntityManagerFactory.class));
+			transactionManager.setDataSource(dataSource);
+			return transactionManager;
+		}
+
+		@Bean
+		DataSourceTransactionManager jdbcTransactionManager(DataSource dataSource) {
+			return new DataSourceTransactionManager(dataSource);
 		}
 
 	}

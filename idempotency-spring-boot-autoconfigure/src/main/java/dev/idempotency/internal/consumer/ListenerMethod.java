@@ -35,8 +35,10 @@ import org.springframework.messaging.handler.annotation.Headers;
 import org.springframework.messaging.handler.annotation.Payload;
 import org.springframework.messaging.support.MessageBuilder;
 import org.springframework.scheduling.annotation.Async;
-import org.springframework.transaction.annotation.Propagation;
-import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.annotation.AnnotationTransactionAttributeSource;
+import org.springframework.transaction.interceptor.TransactionAttribute;
+import org.springframework.transaction.interceptor.TransactionAttributeSource;
 
 /**
  * What the interceptor needs to know of one {@code @Idempotent} listener method, worked
@@ -58,6 +60,10 @@ import org.springframework.transaction.annotation.Transactional;
  */
 record ListenerMethod(Method method, Idempotent idempotent, String name, int payloadIndex, boolean payloadInMessage,
 		int acknowledgmentIndex, List<Integer> acknowledgmentHeaders, int batchIndex, @Nullable BatchKind batchKind) {
+
+	// reads Spring's @Transactional, and JTA's and EJB's where they are on the class path
+	private static final TransactionAttributeSource TRANSACTION_ATTRIBUTES = new AnnotationTransactionAttributeSource(
+			false);
 
 	private static final List<Class<?>> INFRASTRUCTURE_TYPES = List.of(ConsumerRecord.class, ConsumerRecords.class,
 			Acknowledgment.class, Consumer.class, ConsumerRecordMetadata.class,
@@ -111,16 +117,19 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 					+ "work ran, and a failure on the executor would never be retried. Remove @Async; to process "
 					+ "records in parallel, raise the container's concurrency (partitions)");
 		}
-		Transactional own = AnnotatedElementUtils.findMergedAnnotation(method, Transactional.class);
-		if (own == null) {
-			own = AnnotatedElementUtils.findMergedAnnotation(targetClass, Transactional.class);
-		}
-		if (own != null && (own.propagation() == Propagation.REQUIRES_NEW
-				|| own.propagation() == Propagation.NOT_SUPPORTED || own.propagation() == Propagation.NEVER)) {
-			throw new IllegalStateException("@Idempotent method " + display + " is @Transactional(propagation = "
-					+ own.propagation() + "): its work would not run in the claim's transaction, so it would commit "
-					+ "apart from the claim and be applied again on a retry. Remove the propagation (REQUIRED, the "
-					+ "default, joins the claim's transaction)");
+		// Spring's @Transactional, jakarta.transaction.Transactional or EJB's, on the method or its class
+		TransactionAttribute own = TRANSACTION_ATTRIBUTES.getTransactionAttribute(method, targetClass);
+		String apart = (own != null) ? switch (own.getPropagationBehavior()) {
+			case TransactionDefinition.PROPAGATION_REQUIRES_NEW -> "REQUIRES_NEW";
+			case TransactionDefinition.PROPAGATION_NOT_SUPPORTED -> "NOT_SUPPORTED";
+			case TransactionDefinition.PROPAGATION_NEVER -> "NEVER";
+			default -> null;
+		} : null;
+		if (apart != null) {
+			throw new IllegalStateException("@Idempotent method " + display + " is @Transactional with propagation "
+					+ apart + ": its work would not run in the claim's transaction, so it would commit apart from "
+					+ "the claim and be applied again on a retry. Remove the propagation (REQUIRED, the default, "
+					+ "joins the claim's transaction)");
 		}
 		if (isAsynchronous(method)) {
 			throw new IllegalStateException("@Idempotent method " + display + " is asynchronous (it returns "
