@@ -230,7 +230,7 @@ public final class IdempotencyAutoConfiguration {
 					+ "idempotency.transaction-manager to the transaction manager of the application's DataSource "
 					+ "(a DataSourceTransactionManager, JdbcTransactionManager or JpaTransactionManager).");
 		}
-		if (managed != storeDataSource) {
+		if (managed != JdbcProcessedMessageStore.transactionResource(storeDataSource)) {
 			throw new IllegalStateException("The transaction manager of @Idempotent listeners (" + name + ") manages "
 					+ "another DataSource than the one the processed-message store uses, so claims would not "
 					+ "commit with the listener's work. Set idempotency.transaction-manager to the one for the "

@@ -407,6 +407,20 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
+	void claimsThroughATransactionAwareDataSourceProxy() {
+		this.runner.withUserConfiguration(TransactionAwareDataSource.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			ProcessedMessageStore store = context.getBean(ProcessedMessageStore.class);
+			String key = java.util.UUID.randomUUID().toString();
+			Claim claim = new org.springframework.transaction.support.TransactionTemplate(
+					context.getBean(PlatformTransactionManager.class))
+				.execute((status) -> store.claim(new ProcessedMessage("proxy", key, "t", 0, 0)));
+			assertThat(claim).isEqualTo(Claim.NEW);
+			assertThat(store.isProcessed("proxy", key)).isTrue();
+		});
+	}
+
+	@Test
 	void failsFastOnAListenerWhoseTransactionNamesAnotherTransactionManager() {
 		this.runner.withBean(OtherManagerListener.class)
 			.withUserConfiguration(TwoTransactionManagers.class)
@@ -624,6 +638,18 @@ class IdempotencyAutoConfigurationTests {
 		@Idempotent
 		@Transactional("transactionManager")
 		public void on(String payload) {
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TransactionAwareDataSource {
+
+		@Bean
+		DataSource dataSource() {
+			return new org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy(new DriverManagerDataSource(
+					TestInfrastructure.postgres().jdbcUrl(), TestInfrastructure.postgres().username(),
+					TestInfrastructure.postgres().password()));
 		}
 
 	}

@@ -195,7 +195,8 @@ final class JdbcLeaseStore implements LeaseStore {
 	private <T> T apart(Supplier<T> statement) {
 		// without a transaction of this DataSource on the thread, JdbcTemplate runs the
 		// statement in auto-commit: it commits alone, one round trip
-		if (!TransactionSynchronizationManager.hasResource(this.dataSource)) {
+		if (!TransactionSynchronizationManager
+			.hasResource(JdbcProcessedMessageStore.transactionResource(this.dataSource))) {
 			return statement.get();
 		}
 		return Objects.requireNonNull(this.apart.execute((status) -> statement.get()));

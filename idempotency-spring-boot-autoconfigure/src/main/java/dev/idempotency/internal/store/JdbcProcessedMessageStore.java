@@ -34,6 +34,7 @@ import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.ConnectionCallback;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -430,12 +431,24 @@ public final class JdbcProcessedMessageStore implements ProcessedMessageStore {
 		return this.dataSource;
 	}
 
+	/**
+	 * Return the {@code DataSource} whose connection a transaction manager binds to its
+	 * transactions for this one: the target of a {@link TransactionAwareDataSourceProxy},
+	 * which Spring's transaction managers unwrap, else the data source itself.
+	 * @param dataSource the data source
+	 * @return the key of its transaction's connection
+	 */
+	public static DataSource transactionResource(DataSource dataSource) {
+		return (dataSource instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null)
+				? proxy.getTargetDataSource() : dataSource;
+	}
+
 	void requireTransaction() {
 		// Without a connection of this DataSource bound to the transaction, JdbcTemplate would
 		// take a connection of its own in auto-commit mode: the claim would commit at once,
 		// apart from the listener's work.
 		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
+				|| !TransactionSynchronizationManager.hasResource(transactionResource(this.dataSource))) {
 			throw new IllegalStateException("A claim must run in the listener's transaction, on a connection of the "
 					+ "store's DataSource; the current thread has "
 					+ (TransactionSynchronizationManager.isActualTransactionActive()
