@@ -19,6 +19,7 @@ import dev.idempotency.internal.consumer.IdempotentListenerInterceptor;
 import dev.idempotency.internal.consumer.IdempotentMethodValidator;
 import dev.idempotency.internal.consumer.InfrastructureRetryInstaller;
 import dev.idempotency.internal.consumer.ListenerContainerFactoryPostProcessor;
+import dev.idempotency.internal.consumer.ListenerErrorHandlerPostProcessor;
 import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
@@ -173,6 +174,12 @@ public final class IdempotencyAutoConfiguration {
 	static ListenerContainerFactoryPostProcessor idempotencyListenerContainerFactoryPostProcessor(
 			ObjectProvider<InfrastructureRetryInstaller> installers) {
 		return new ListenerContainerFactoryPostProcessor(installers);
+	}
+
+	@Bean
+	@ConditionalOnBooleanProperty(name = "idempotency.infrastructure-retry.enabled", matchIfMissing = true)
+	static ListenerErrorHandlerPostProcessor idempotencyListenerErrorHandlerPostProcessor() {
+		return new ListenerErrorHandlerPostProcessor();
 	}
 
 	@Bean

@@ -172,6 +172,17 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
+		try {
+			return observed(invocation);
+		}
+		catch (Throwable ex) {
+			// for a KafkaListenerErrorHandler, which sees the failure before the container
+			IdempotentFailures.remember(ex);
+			throw ex;
+		}
+	}
+
+	private @Nullable Object observed(MethodInvocation invocation) throws Throwable {
 		Listener listener = listener(invocation);
 		if (this.observations.isNoop()) {
 			return invoke(invocation, listener);
