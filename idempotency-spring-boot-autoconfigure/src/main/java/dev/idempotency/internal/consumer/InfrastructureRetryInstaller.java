@@ -1,17 +1,23 @@
 package dev.idempotency.internal.consumer;
 
 import dev.idempotency.IdempotencyExceptions;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.DirectFieldAccessor;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.AfterRollbackProcessor;
+import org.springframework.kafka.listener.CommonDelegatingErrorHandler;
 import org.springframework.kafka.listener.CommonErrorHandler;
+import org.springframework.kafka.listener.CommonMixedErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.FailedRecordProcessor;
 import org.springframework.kafka.listener.MessageListenerContainer;
@@ -26,12 +32,20 @@ import org.springframework.util.backoff.BackOff;
  * after-rollback processor, which a container that runs its listener in a transaction
  * also hands each failure to. The starter's
  * {@linkplain IdempotencyExceptions#notRetryable() non-retryable exceptions} are
- * registered on a {@code DefaultErrorHandler} and a {@code DefaultAfterRollbackProcessor};
- * a handler of another type must classify them itself.
+ * registered on a {@code DefaultErrorHandler} (also inside a
+ * {@code CommonDelegatingErrorHandler} or {@code CommonMixedErrorHandler}) and a
+ * {@code DefaultAfterRollbackProcessor}; a handler of another type must classify them
+ * itself.
  */
 public final class InfrastructureRetryInstaller implements SmartLifecycle {
 
 	private static final Log logger = LogFactory.getLog(InfrastructureRetryInstaller.class);
+
+	// of CommonDelegatingErrorHandler and CommonMixedErrorHandler
+	private static final List<String> DELEGATE_FIELDS = List.of("defaultErrorHandler", "delegates",
+			"recordErrorHandler", "batchErrorHandler");
+
+	private static final int MAX_DELEGATION_DEPTH = 8;
 
 	private final ObjectProvider<KafkaListenerEndpointRegistry> registries;
 
@@ -68,10 +82,8 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 			if (application == null) {
 				application = new DefaultErrorHandler();
 			}
-			if (application instanceof DefaultErrorHandler defaultErrorHandler) {
-				// retrying cannot cure these: straight to the recoverer
-				defaultErrorHandler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
-			}
+			// retrying cannot cure these: straight to the recoverer
+			notRetryable(application, 0);
 			InfrastructureRetryingErrorHandler errorHandler = new InfrastructureRetryingErrorHandler(application,
 					this.backOff.get());
 			listenerContainer.setCommonErrorHandler(errorHandler);
@@ -89,6 +101,33 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 			if (logger.isDebugEnabled()) {
 				logger.debug("Infrastructure failures of container " + container.getListenerId()
 						+ " are retried without end before its error handler sees them");
+			}
+		}
+	}
+
+	/**
+	 * Register the starter's non-retryable exceptions on a {@code DefaultErrorHandler}, and
+	 * on those a {@link CommonDelegatingErrorHandler} or {@link CommonMixedErrorHandler}
+	 * delegates to (they have no getters: the fields are read, and a handler whose fields
+	 * cannot be read is left alone).
+	 */
+	private static void notRetryable(@Nullable Object handler, int depth) {
+		if (handler instanceof DefaultErrorHandler defaultErrorHandler) {
+			defaultErrorHandler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
+		}
+		else if ((handler instanceof CommonDelegatingErrorHandler || handler instanceof CommonMixedErrorHandler)
+				&& depth < MAX_DELEGATION_DEPTH) {
+			DirectFieldAccessor fields = new DirectFieldAccessor(handler);
+			for (String field : DELEGATE_FIELDS) {
+				if (fields.isReadableProperty(field)) {
+					Object delegate = fields.getPropertyValue(field);
+					if (delegate instanceof Map<?, ?> delegates) {
+						delegates.values().forEach((each) -> notRetryable(each, depth + 1));
+					}
+					else {
+						notRetryable(delegate, depth + 1);
+					}
+				}
 			}
 		}
 	}
