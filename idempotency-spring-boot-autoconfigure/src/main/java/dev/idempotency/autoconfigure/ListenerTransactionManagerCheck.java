@@ -3,12 +3,11 @@ package dev.idempotency.autoconfigure;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Function;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.Idempotent;
+import dev.idempotency.internal.consumer.IdempotentMethods;
 import dev.idempotency.store.ProcessedMessageStore;
 import org.jspecify.annotations.Nullable;
 
@@ -20,9 +19,6 @@ import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
 import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.core.MethodIntrospector;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionManager;
@@ -71,13 +67,7 @@ final class ListenerTransactionManagerCheck implements BeanPostProcessor, SmartI
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (!AnnotationUtils.isCandidateClass(targetClass, Idempotent.class)) {
-			return bean;
-		}
-		Map<Method, Idempotent> methods = MethodIntrospector.selectMethods(targetClass,
-				(MethodIntrospector.MetadataLookup<Idempotent>) (method) -> AnnotatedElementUtils
-					.findMergedAnnotation(method, Idempotent.class));
-		for (Method method : methods.keySet()) {
+		for (Method method : IdempotentMethods.of(bean).keySet()) {
 			this.idempotentMethods = true;
 			TransactionAttribute attribute = this.transactionAttributes.getTransactionAttribute(method, targetClass);
 			if (attribute != null && StringUtils.hasText(attribute.getQualifier())) {

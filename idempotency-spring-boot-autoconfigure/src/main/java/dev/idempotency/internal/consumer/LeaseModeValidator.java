@@ -2,10 +2,8 @@ package dev.idempotency.internal.consumer;
 
 import dev.idempotency.StoredResultCodec;
 
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.function.BooleanSupplier;
 
 import dev.idempotency.Idempotent;
@@ -17,9 +15,6 @@ import org.springframework.beans.factory.BeanInitializationException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.core.MethodIntrospector;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 
 /**
  * Stops the application context at start-up when an {@code @Idempotent} method asks for
@@ -53,13 +48,7 @@ public final class LeaseModeValidator implements BeanPostProcessor, SmartInitial
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (!AnnotationUtils.isCandidateClass(targetClass, Idempotent.class)) {
-			return bean;
-		}
-		Map<Method, Idempotent> methods = MethodIntrospector.selectMethods(targetClass,
-				(MethodIntrospector.MetadataLookup<Idempotent>) (method) -> AnnotatedElementUtils
-					.findMergedAnnotation(method, Idempotent.class));
-		methods.forEach((method, idempotent) -> {
+		IdempotentMethods.of(bean).forEach((method, idempotent) -> {
 			String name = "'" + beanName + "' " + targetClass.getName() + "." + method.getName();
 			synchronized (this.leaseMethods) {
 				if (idempotent.mode() == Idempotent.Mode.LEASE) {
