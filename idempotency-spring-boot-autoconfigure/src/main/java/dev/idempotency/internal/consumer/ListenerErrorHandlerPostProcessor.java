@@ -1,13 +1,16 @@
 package dev.idempotency.internal.consumer;
 
-import org.apache.kafka.clients.consumer.Consumer;
-import org.jspecify.annotations.Nullable;
+import java.lang.reflect.Modifier;
 
+import org.aopalliance.intercept.MethodInterceptor;
+
+import org.springframework.aop.framework.Advised;
+import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
-import org.springframework.kafka.support.Acknowledgment;
-import org.springframework.messaging.Message;
 
 /**
  * Puts the infrastructure retries before every {@link KafkaListenerErrorHandler} bean (the
@@ -16,47 +19,41 @@ import org.springframework.messaging.Message;
  * of the infrastructure (see {@link InfrastructureFailures}) that came out of an
  * {@code @Idempotent} method is thrown on instead, so that the container's error handler
  * delays the record until the database, Redis or the other consumer holding its key lets
- * it through; the handler still gets every other failure.
+ * it through; the handler still gets every other failure. The bean is proxied, by its
+ * class where the class can be subclassed, so that it can still be injected as its own
+ * type.
  */
 public final class ListenerErrorHandlerPostProcessor implements BeanPostProcessor {
 
-	@Override
-	public Object postProcessAfterInitialization(Object bean, String beanName) {
-		if (bean instanceof KafkaListenerErrorHandler handler && !(bean instanceof InfrastructureFirst)) {
-			return new InfrastructureFirst(handler);
-		}
-		return bean;
+	private static final NameMatchMethodPointcutAdvisor INFRASTRUCTURE_FIRST = new NameMatchMethodPointcutAdvisor(
+			(MethodInterceptor) (invocation) -> {
+				for (Object argument : invocation.getArguments()) {
+					if (argument instanceof ListenerExecutionFailedException failure
+							&& IdempotentFailures.cameOutOfIdempotentMethod(failure)
+							&& InfrastructureFailures.isInfrastructureFailure(failure)) {
+						throw failure;
+					}
+				}
+				return invocation.proceed();
+			});
+
+	static {
+		INFRASTRUCTURE_FIRST.setMappedName("handleError");
 	}
 
-	private record InfrastructureFirst(KafkaListenerErrorHandler application) implements KafkaListenerErrorHandler {
-
-		@Override
-		public Object handleError(Message<?> message, ListenerExecutionFailedException exception) {
-			rethrowIfInfrastructure(exception);
-			return this.application.handleError(message, exception);
+	@Override
+	public Object postProcessAfterInitialization(Object bean, String beanName) {
+		if (!(bean instanceof KafkaListenerErrorHandler)) {
+			return bean;
 		}
-
-		@Override
-		public Object handleError(Message<?> message, ListenerExecutionFailedException exception,
-				@Nullable Consumer<?, ?> consumer) {
-			rethrowIfInfrastructure(exception);
-			return this.application.handleError(message, exception, consumer);
+		if (bean instanceof Advised advised && !advised.isFrozen()) {
+			advised.addAdvisor(0, INFRASTRUCTURE_FIRST);
+			return bean;
 		}
-
-		@Override
-		public @Nullable Object handleError(Message<?> message, ListenerExecutionFailedException exception,
-				@Nullable Consumer<?, ?> consumer, @Nullable Acknowledgment ack) {
-			rethrowIfInfrastructure(exception);
-			return this.application.handleError(message, exception, consumer, ack);
-		}
-
-		private static void rethrowIfInfrastructure(ListenerExecutionFailedException exception) {
-			if (IdempotentFailures.cameOutOfIdempotentMethod(exception)
-					&& InfrastructureFailures.isInfrastructureFailure(exception)) {
-				throw exception;
-			}
-		}
-
+		ProxyFactory proxy = new ProxyFactory(bean);
+		proxy.setProxyTargetClass(!Modifier.isFinal(AopUtils.getTargetClass(bean).getModifiers()));
+		proxy.addAdvisor(INFRASTRUCTURE_FIRST);
+		return proxy.getProxy(bean.getClass().getClassLoader());
 	}
 
 }

@@ -163,11 +163,14 @@ class ListenerErrorHandlerIntegrationTests {
 
 		// logs and returns: the typical "log and move on" handler
 		@Bean
-		KafkaListenerErrorHandler swallow(Probe probe) {
-			return (message, ex) -> {
-				probe.swallowed.add(ex);
-				return null;
-			};
+		SwallowingHandler swallow(Probe probe) {
+			return new SwallowingHandler(probe);
+		}
+
+		// the handler stays injectable as its own class
+		@Bean
+		Object swallowUser(SwallowingHandler swallow) {
+			return swallow;
 		}
 
 		@Bean
@@ -176,6 +179,23 @@ class ListenerErrorHandlerIntegrationTests {
 				probe.rethrown.add(ex);
 				throw ex;
 			};
+		}
+
+	}
+
+	static class SwallowingHandler implements KafkaListenerErrorHandler {
+
+		private final Probe probe;
+
+		SwallowingHandler(Probe probe) {
+			this.probe = probe;
+		}
+
+		@Override
+		public Object handleError(org.springframework.messaging.Message<?> message,
+				org.springframework.kafka.listener.ListenerExecutionFailedException exception) {
+			this.probe.swallowed.add(exception);
+			return null;
 		}
 
 	}
