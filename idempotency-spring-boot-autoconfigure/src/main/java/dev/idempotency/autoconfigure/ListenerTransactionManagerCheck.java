@@ -9,6 +9,8 @@ import javax.sql.DataSource;
 
 import dev.idempotency.internal.consumer.IdempotentMethods;
 import dev.idempotency.store.ProcessedMessageStore;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.AopUtils;
@@ -39,6 +41,8 @@ import org.springframework.util.StringUtils;
  * when it returns; a failure after that is skipped as a duplicate on the retry.
  */
 final class ListenerTransactionManagerCheck implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware {
+
+	private static final Log logger = LogFactory.getLog(ListenerTransactionManagerCheck.class);
 
 	private final TransactionAttributeSource transactionAttributes = new AnnotationTransactionAttributeSource(false);
 
@@ -94,16 +98,21 @@ final class ListenerTransactionManagerCheck implements BeanPostProcessor, SmartI
 		}
 		DataSource dataSource = IdempotencyAutoConfiguration.managedDataSource(claims);
 		if (dataSource != null && !(claims instanceof DataSourceTransactionManager)) {
+			// what a @Transactional without a qualifier runs in
+			TransactionManager unqualified = beanFactory.getBeanProvider(TransactionManager.class).getIfUnique();
 			beanFactory.getBeansOfType(DataSourceTransactionManager.class, false, true).forEach((name, jdbc) -> {
 				if (jdbc.getDataSource() == dataSource) {
-					throw new IllegalStateException("@Idempotent listeners claim their keys in transactions of "
+					String hazard = "@Idempotent listeners claim their keys in transactions of "
 							+ claims.getClass().getSimpleName() + ", and DataSourceTransactionManager '" + name
-							+ "' manages the same DataSource: a @Transactional method of '" + name + "' called "
-							+ "from a listener would commit the claim's connection, claim included, before the "
-							+ "listener's work is done, and a later failure would lose the record. Run that code "
-							+ "in the " + claims.getClass().getSimpleName() + ", which also runs plain JDBC on its "
-							+ "DataSource, and remove '" + name + "'; or set idempotency.transaction-manager to '"
-							+ name + "' if the listeners use JDBC only");
+							+ "' manages the same DataSource: a @Transactional method of '" + name + "' called from "
+							+ "a listener would commit the claim's connection, claim included, before the listener's "
+							+ "work is done, and a later failure would lose the record. ";
+					if (jdbc == unqualified) {
+						throw new IllegalStateException(hazard + "It is the one every @Transactional without a "
+								+ "qualifier runs in. Make the " + claims.getClass().getSimpleName() + " the primary "
+								+ "transaction manager (it runs plain JDBC on its DataSource too)");
+					}
+					logger.warn(hazard + "Call no @Transactional(\"" + name + "\") code from @Idempotent listeners");
 				}
 			});
 		}

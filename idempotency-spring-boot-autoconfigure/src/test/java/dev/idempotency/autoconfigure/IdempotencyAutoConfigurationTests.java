@@ -431,13 +431,25 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
-	void failsFastOnAJdbcTransactionManagerBesideTheClaimsJpaOneOnTheSameDataSource() {
-		this.runner.withUserConfiguration(JpaAndJdbcTransactionManagers.class)
+	void failsFastOnAPrimaryJdbcTransactionManagerBesideTheClaimsJpaOneOnTheSameDataSource() {
+		this.runner.withUserConfiguration(JpaAndPrimaryJdbcTransactionManagers.class)
 			.withBean(JoiningListener.class)
+			.withPropertyValues("idempotency.transaction-manager=transactionManager")
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining("jdbcTransactionManager")
 				.hasMessageContaining("same DataSource"));
+	}
+
+	@Test
+	void warnsOfAJdbcTransactionManagerBesideTheClaimsPrimaryJpaOne(CapturedOutput output) {
+		this.runner.withUserConfiguration(JpaAndJdbcTransactionManagers.class)
+			.withBean(JoiningListener.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(output).contains("DataSourceTransactionManager 'jdbcTransactionManager' manages the same "
+						+ "DataSource");
+			});
 	}
 
 	@Test
@@ -673,10 +685,31 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
+	static class JpaAndPrimaryJdbcTransactionManagers {
+
+		@Bean
+		JpaTransactionManager transactionManager(DataSource dataSource) {
+			JpaTransactionManager transactionManager = new JpaTransactionManager(
+					Mockito.mock(EntityManagerFactory.class));
+			transactionManager.setDataSource(dataSource);
+			return transactionManager;
+		}
+
+		@Bean
+		@org.springframework.context.annotation.Primary
+		DataSourceTransactionManager jdbcTransactionManager(DataSource dataSource) {
+			return new DataSourceTransactionManager(dataSource);
+		}
+
+	}
+
+	// a job repository's, say
+	@Configuration(proxyBeanMethods = false)
 	static class JpaAndJdbcTransactionManagers {
 
 		// the EntityManagerFactory is beside the point: the check reads the DataSource
 		@Bean
+		@org.springframework.context.annotation.Primary
 		JpaTransactionManager transactionManager(DataSource dataSource) {
 			JpaTransactionManager transactionManager = new JpaTransactionManager(
 					Mockito.mock(EntityManagerFactory.class));

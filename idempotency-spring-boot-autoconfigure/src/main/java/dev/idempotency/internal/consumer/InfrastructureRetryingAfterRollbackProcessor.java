@@ -104,7 +104,7 @@ class InfrastructureRetryingAfterRollbackProcessor implements AfterRollbackProce
 		for (ConsumerRecord<Object, Object> record : records) {
 			firsts.putIfAbsent(new TopicPartition(record.topic(), record.partition()), record.offset());
 		}
-		firsts.forEach(consumer::seek);
+		InfrastructureRetryingErrorHandler.seekBack(consumer, firsts);
 		if (this.errorHandler.delayed(exception)) {
 			return;
 		}

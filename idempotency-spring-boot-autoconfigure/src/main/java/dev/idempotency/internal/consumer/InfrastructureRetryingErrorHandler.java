@@ -1,7 +1,10 @@
 package dev.idempotency.internal.consumer;
 
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -157,12 +160,14 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	private KafkaException redeliverLater(Exception thrownException, ConsumerRecords<?, ?> data,
 			Consumer<?, ?> consumer, MessageListenerContainer container) {
 		this.delayed.set(thrownException);
+		Map<TopicPartition, Long> firsts = new LinkedHashMap<>();
 		for (TopicPartition partition : data.partitions()) {
 			List<? extends ConsumerRecord<?, ?>> records = data.records(partition);
 			if (!records.isEmpty()) {
-				consumer.seek(partition, records.get(0).offset());
+				firsts.put(partition, records.get(0).offset());
 			}
 		}
+		seekBack(consumer, firsts);
 		ConsumerRecord<?, ?> first = data.iterator().next();
 		TopicPartitionOffset batch = new TopicPartitionOffset(first.topic(), first.partition(), first.offset());
 		BatchRetry retry = this.batchRetry.get();
@@ -179,6 +184,22 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 		}
 		return new KafkaException("Batch failed by the infrastructure (" + thrownException
 				+ "); it will be delivered again", KafkaException.Level.WARN, thrownException);
+	}
+
+	/**
+	 * Seek each partition back to its first unprocessed record. A partition the consumer
+	 * lost in a rebalance since the poll (the application's retry loop polls) is left to
+	 * its new owner, which starts from its committed offset; the others are still sought.
+	 * @param consumer the consumer
+	 * @param firsts the offset of the first unprocessed record of each partition
+	 */
+	static void seekBack(Consumer<?, ?> consumer, Map<TopicPartition, Long> firsts) {
+		Set<TopicPartition> assigned = consumer.assignment();
+		firsts.forEach((partition, offset) -> {
+			if (assigned.contains(partition)) {
+				consumer.seek(partition, offset);
+			}
+		});
 	}
 
 	@Override
