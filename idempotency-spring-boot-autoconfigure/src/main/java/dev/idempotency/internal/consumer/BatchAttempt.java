@@ -137,6 +137,20 @@ final class BatchAttempt {
 		return handedBack;
 	}
 
+	/**
+	 * The new claims of the records before a delivered position, taken out of the claims
+	 * a failure releases.
+	 */
+	List<Claim> claimsBefore(int delivered) {
+		List<Claim> before = new ArrayList<>();
+		for (int i = 0; i < this.claims.size() && this.candidates.get(i) < delivered; i++) {
+			if (this.claims.get(i).isNew()) {
+				before.add(this.claims.set(i, Claim.DUPLICATE));
+			}
+		}
+		return before;
+	}
+
 	/** The claims a batch nack handed back, removed from the claims to complete. */
 	List<Claim> handedBackClaims() {
 		List<Claim> handedBack = new ArrayList<>();

@@ -130,6 +130,10 @@ final class BatchInvoker {
 			// the listener's own exception, also when the rollback after it failed
 			Throwable failure = IdempotentListenerInterceptor.original(ex);
 			if (failure instanceof BatchListenerFailedException batchFailure) {
+				if (!this.store.joinsTransaction()
+						&& this.transactions == TransactionOperations.withoutTransaction()) {
+					throw keepBefore(batchFailure, attempt, metrics);
+				}
 				failed(attempt.claims, 1, metrics, batchFailure);
 				return retryBefore(batchFailure, attempt, pristine, metrics);
 			}
@@ -226,6 +230,36 @@ final class BatchInvoker {
 		}
 		// named by the record: a List of payloads behind a filter counts other indexes
 		throw new BatchListenerFailedException(ex.getMessage(), ex.getCause(), attempt.records.get(failed));
+	}
+
+	/**
+	 * The listener named a record of the batch it saw as failed, and no transaction rolled
+	 * back its work on the records before it (a store that joins none, and no transaction
+	 * manager): complete their claims instead of running them again, release the others,
+	 * and name the failed record (or a record without key before it) in the batch the
+	 * container delivered, so that the error handler commits the records before it.
+	 */
+	private BatchListenerFailedException keepBefore(BatchListenerFailedException ex, BatchAttempt attempt,
+			ListenerMetrics metrics) {
+		int failed = attempt.positionOf(ex);
+		if (failed < 0) {
+			// a record the batch does not hold: keep nothing, commit nothing
+			failed(attempt.claims, 1, metrics, ex);
+			return ex;
+		}
+		List<Claim> applied = attempt.claimsBefore(failed);
+		failed(attempt.claims, 1, metrics, ex);
+		complete(applied, attempt.method);
+		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, applied.size());
+		if (attempt.acknowledgment != null) {
+			attempt.acknowledgment.discard();
+		}
+		if (attempt.firstRejected >= 0 && attempt.firstRejected < failed) {
+			ConsumerRecord<?, ?> record = attempt.records.get(attempt.firstRejected);
+			return new BatchListenerFailedException("Record without idempotency key",
+					this.missingKeys.rejection(record, attempt.method), record);
+		}
+		return new BatchListenerFailedException(ex.getMessage(), ex.getCause(), attempt.records.get(failed));
 	}
 
 	private static void complete(List<Claim> claims, ListenerMethod method) {
