@@ -30,9 +30,16 @@ public final class InfrastructureFailures {
 	private static final List<String> SQL_STATES = List.of("08", "40", "53", "57", "55P03", "25006", "58");
 
 	// Redis error replies while a replica is promoted, a dataset loads or a cluster
-	// reshards: the command may succeed once the failover ends
+	// reshards, while memory is full, a script runs or snapshots fail, or too few replicas
+	// are in sync: the command may succeed once that ends
 	private static final List<String> REDIS_REPLIES = List.of("READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN",
-			"TRYAGAIN");
+			"TRYAGAIN", "BUSY", "OOM", "NOREPLICAS", "MISCONF");
+
+	private static final String REDIS_REPLY_EXCEPTION = "io.lettuce.core.RedisCommandExecutionException";
+
+	// Redis 6 and older wrap the reply to a write inside a script: "ERR Error running script
+	// (call to f_…): @user_script:3: -READONLY …"
+	private static final String SCRIPT_REPLY = ": -";
 
 	private static final int MAX_DEPTH = 32;
 
@@ -67,6 +74,31 @@ public final class InfrastructureFailures {
 		return false;
 	}
 
+	// by name, with its subclasses (Lettuce raises some replies as such), so that Lettuce
+	// stays optional
+	private static boolean isRedisReply(Class<?> type) {
+		for (Class<?> each = type; each != null; each = each.getSuperclass()) {
+			if (each.getName().equals(REDIS_REPLY_EXCEPTION)) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	private static boolean isRetryableRedisReply(String message) {
+		String reply = message;
+		int inScript = message.startsWith("ERR") ? message.lastIndexOf(SCRIPT_REPLY) : -1;
+		if (inScript >= 0) {
+			reply = message.substring(inScript + SCRIPT_REPLY.length());
+		}
+		for (String retryable : REDIS_REPLIES) {
+			if (reply.startsWith(retryable + " ") || reply.equals(retryable)) {
+				return true;
+			}
+		}
+		return false;
+	}
+
 	private static boolean isInfrastructure(Throwable ex) {
 		if (ex instanceof IdempotencyKeyInProgressException || ex instanceof DataAccessResourceFailureException
 				|| ex instanceof RecoverableDataAccessException || ex instanceof CannotCreateTransactionException
@@ -78,8 +110,7 @@ public final class InfrastructureFailures {
 			// a stale entity stays stale however often the record is retried
 			return !(ex instanceof OptimisticLockingFailureException);
 		}
-		if (ex.getClass().getName().equals("io.lettuce.core.RedisCommandExecutionException") && ex.getMessage() != null
-				&& REDIS_REPLIES.stream().anyMatch(ex.getMessage()::startsWith)) {
+		if (ex.getMessage() != null && isRedisReply(ex.getClass()) && isRetryableRedisReply(ex.getMessage())) {
 			return true;
 		}
 		if (ex instanceof SQLException sql && sql.getSQLState() != null) {

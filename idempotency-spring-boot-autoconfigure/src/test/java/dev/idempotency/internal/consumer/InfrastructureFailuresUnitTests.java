@@ -65,6 +65,30 @@ class InfrastructureFailuresUnitTests {
 	}
 
 	@Test
+	void redisRepliesCountAsLettuceRaisesThem() {
+		// Lettuce raises subclasses for some replies; Redis 6 wraps a reply to a script's
+		// write in an ERR; a full memory or a running script clears too
+		for (String reply : new String[] { "READONLY You can't write against a read only replica.",
+				"LOADING Redis is loading the dataset in memory", "BUSY Redis is busy running a script.",
+				"OOM command not allowed when used memory > 'maxmemory'.",
+				"ERR Error running script (call to f_0855): @user_script:3: @user_script: 3: -READONLY You can't "
+						+ "write against a read only replica.",
+				"ERR Error running script (call to f_0855): @user_script:3: -OOM command not allowed when used "
+						+ "memory > 'maxmemory'.",
+				"NOREPLICAS Not enough good replicas to write.",
+				"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk." }) {
+			assertThat(InfrastructureFailures.isInfrastructureFailure(new RedisSystemException("Error in execution",
+					io.lettuce.core.internal.ExceptionFactory.createExecutionException(reply))))
+				.as(reply).isTrue();
+		}
+		assertThat(InfrastructureFailures.isInfrastructureFailure(new RedisSystemException("Error in execution",
+				io.lettuce.core.internal.ExceptionFactory.createExecutionException(
+						"ERR Error running script (call to f_0855): @user_script:3: user_script:3: Script attempted "
+								+ "to access nonexistent global variable 'x'"))))
+			.isFalse();
+	}
+
+	@Test
 	void aFailedRollbackAttachedToTheListenersFailureCounts() {
 		IllegalStateException failure = new IllegalStateException("listener failed on a dead connection");
 		failure.addSuppressed(new TransactionSystemException("JDBC rollback failed",
