@@ -4,12 +4,15 @@ import dev.idempotency.internal.key.RecordCoordinates;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 
 import dev.idempotency.IdempotencyKeyInProgressException;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
 import dev.idempotency.store.ProcessedMessageStore;
 
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.TransientDataAccessException;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -55,6 +58,9 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 			  redis.call('SET', KEYS[1], 'C:' .. ARGV[1], 'PX', ARGV[2])
 			  return 1
 			end
+			if current == 'C:' .. ARGV[1] then
+			  return 1
+			end
 			return 0
 			""", Long.class);
 
@@ -65,11 +71,17 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 			return 0
 			""", Long.class);
 
+	private static final long FIRST_COMPLETION_PAUSE_MILLIS = 50;
+
+	private static final long MAX_COMPLETION_PAUSE_MILLIS = 1000;
+
 	private final StringRedisTemplate redis;
 
 	private final RedisKeys keys;
 
 	private final String lease;
+
+	private final long leaseNanos;
 
 	private final String ttl;
 
@@ -84,6 +96,7 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 		this.redis = redis;
 		this.keys = new RedisKeys(prefix);
 		this.lease = Long.toString(lease.toMillis());
+		this.leaseNanos = lease.toNanos();
 		this.ttl = Long.toString(ttl.toMillis());
 	}
 
@@ -91,12 +104,13 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 	public Claim claim(ProcessedMessage message) {
 		String key = this.keys.of(message.scope(), message.key());
 		String owner = UUID.randomUUID().toString();
+		long claimedAt = System.nanoTime();
 		Long result = this.redis.execute(CLAIM, List.of(key), owner, this.lease);
 		if (result == null || result < 0) {
 			throw new IdempotencyKeyInProgressException("Key in scope '" + message.scope()
 					+ "' is being processed by another consumer (record " + RecordCoordinates.describe(message) + "); retry later");
 		}
-		return (result == 1) ? new OwnedClaim(key, owner) : Claim.DUPLICATE;
+		return (result == 1) ? new OwnedClaim(key, owner, claimedAt + this.leaseNanos) : Claim.DUPLICATE;
 	}
 
 	@Override
@@ -132,9 +146,12 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 
 		private final String owner;
 
-		OwnedClaim(String key, String owner) {
+		private final long leaseEnds;
+
+		OwnedClaim(String key, String owner, long leaseEnds) {
 			this.key = key;
 			this.owner = owner;
+			this.leaseEnds = leaseEnds;
 		}
 
 		@Override
@@ -144,9 +161,30 @@ public final class RedisProcessedMessageStore implements ProcessedMessageStore {
 
 		@Override
 		public boolean complete() {
-			Long result = RedisProcessedMessageStore.this.redis.execute(COMPLETE, List.of(this.key), this.owner,
-					RedisProcessedMessageStore.this.ttl);
-			return result != null && result == 1;
+			// The work is done: a completion lost to a blip of Redis would leave the key in
+			// progress, and a later copy of the message would be applied again once the lease
+			// ends. Try again while the lease still holds the key (completing twice is harmless).
+			long pauseMillis = FIRST_COMPLETION_PAUSE_MILLIS;
+			while (true) {
+				try {
+					Long result = RedisProcessedMessageStore.this.redis.execute(COMPLETE, List.of(this.key), this.owner,
+							RedisProcessedMessageStore.this.ttl);
+					return result != null && result == 1;
+				}
+				catch (TransientDataAccessException | DataAccessResourceFailureException ex) {
+					if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMillis) - this.leaseEnds >= 0) {
+						throw ex;
+					}
+					try {
+						Thread.sleep(pauseMillis);
+					}
+					catch (InterruptedException interrupted) {
+						Thread.currentThread().interrupt();
+						throw ex;
+					}
+					pauseMillis = Math.min(pauseMillis * 2, MAX_COMPLETION_PAUSE_MILLIS);
+				}
+			}
 		}
 
 		@Override

@@ -148,13 +148,11 @@ final class BatchInvoker {
 			}
 			throw failed(attempt.claims, candidates.size(), metrics, failure);
 		}
-		int handedBack = 0;
-		if (attempt.isNacked()) {
-			List<Claim> released = attempt.handedBackClaims();
-			handedBack = released.size();
-			released.forEach(Claim::release);
-		}
+		List<Claim> handedBackClaims = attempt.isNacked() ? attempt.handedBackClaims() : List.of();
+		int handedBack = handedBackClaims.size();
+		// the records kept were applied: complete them before anything else can fail
 		complete(attempt.claims, method);
+		release(handedBackClaims, method);
 		if (this.cache != null) {
 			for (int i = 0; i < attempt.kept.size() - handedBack; i++) {
 				ProcessedMessage message = messages[attempt.kept.get(i)];
@@ -276,6 +274,20 @@ final class BatchInvoker {
 			catch (RuntimeException ex) {
 				logger.warn("Could not complete a claim in a batch of " + method.name()
 						+ " after its work committed: " + ex);
+			}
+		}
+	}
+
+	// A claim that stays is given up when its lease ends: it only delays the records a nack
+	// handed back, so a failure here must not fail the batch, whose other records are applied.
+	private static void release(List<Claim> handedBack, ListenerMethod method) {
+		for (Claim claim : handedBack) {
+			try {
+				claim.release();
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not release the claim of a record " + method.name() + " handed back with a nack; "
+						+ "it is delivered again once the claim's lease ends: " + ex);
 			}
 		}
 	}
