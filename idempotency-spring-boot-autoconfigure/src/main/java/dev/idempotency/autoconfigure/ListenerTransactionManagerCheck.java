@@ -3,6 +3,7 @@ package dev.idempotency.autoconfigure;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Function;
 
 import javax.sql.DataSource;
@@ -21,6 +22,7 @@ import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.annotation.BeanFactoryAnnotationUtils;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionManager;
@@ -121,21 +123,24 @@ final class ListenerTransactionManagerCheck implements BeanPostProcessor, SmartI
 	private static void checkNamedManager(ListableBeanFactory beanFactory, NamedManager named,
 			PlatformTransactionManager claims) {
 		TransactionManager manager;
+		// Spring resolves placeholders in the qualifier at run time
+		String qualifier = (beanFactory instanceof ConfigurableBeanFactory configurable)
+				? Objects.requireNonNullElse(configurable.resolveEmbeddedValue(named.qualifier()), named.qualifier())
+				: named.qualifier();
 		try {
-			manager = BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, TransactionManager.class,
-					named.qualifier());
+			manager = BeanFactoryAnnotationUtils.qualifiedBeanOfType(beanFactory, TransactionManager.class, qualifier);
 		}
 		catch (BeansException ex) {
 			throw new IllegalStateException("@Idempotent method " + named.method() + " is @Transactional on "
-					+ "transaction manager '" + named.qualifier() + "', which cannot be found: " + ex.getMessage(),
+					+ "transaction manager '" + qualifier + "', which cannot be found: " + ex.getMessage(),
 					ex);
 		}
 		if (manager != claims) {
 			throw new IllegalStateException("@Idempotent method " + named.method() + " is @Transactional on "
-					+ "transaction manager '" + named.qualifier() + "', not on the one its claims run in ("
+					+ "transaction manager '" + qualifier + "', not on the one its claims run in ("
 					+ claims.getClass().getSimpleName() + "): its work would commit apart from the claim and be "
 					+ "applied again, or lost, on a retry. Remove the qualifier, or set "
-					+ "idempotency.transaction-manager to '" + named.qualifier() + "' if it manages the claims' "
+					+ "idempotency.transaction-manager to '" + qualifier + "' if it manages the claims' "
 					+ "DataSource");
 		}
 	}

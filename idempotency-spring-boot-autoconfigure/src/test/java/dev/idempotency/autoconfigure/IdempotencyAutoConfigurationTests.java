@@ -421,6 +421,14 @@ class IdempotencyAutoConfigurationTests {
 	}
 
 	@Test
+	void resolvesAPlaceholderInTheTransactionManagerAListenerNames() {
+		this.runner.withBean(PlaceholderManagerListener.class)
+			.withUserConfiguration(TwoTransactionManagers.class)
+			.withPropertyValues("app.transaction-manager=transactionManager")
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
 	void failsFastOnAListenerWhoseTransactionNamesAnotherTransactionManager() {
 		this.runner.withBean(OtherManagerListener.class)
 			.withUserConfiguration(TwoTransactionManagers.class)
@@ -639,6 +647,16 @@ class IdempotencyAutoConfigurationTests {
 		@KafkaListener(topics = "t")
 		@Idempotent
 		@Transactional(transactionManager = "otherTransactionManager")
+		public void on(String payload) {
+		}
+
+	}
+
+	static class PlaceholderManagerListener {
+
+		@KafkaListener(topics = "t")
+		@Idempotent
+		@Transactional("${app.transaction-manager}")
 		public void on(String payload) {
 		}
 

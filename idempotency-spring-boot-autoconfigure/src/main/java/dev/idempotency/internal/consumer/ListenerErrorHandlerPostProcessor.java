@@ -1,5 +1,6 @@
 package dev.idempotency.internal.consumer;
 
+import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 
 import org.aopalliance.intercept.MethodInterceptor;
@@ -11,6 +12,7 @@ import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
+import org.springframework.util.ReflectionUtils;
 
 /**
  * Puts the infrastructure retries before every {@link KafkaListenerErrorHandler} bean (the
@@ -20,8 +22,8 @@ import org.springframework.kafka.listener.ListenerExecutionFailedException;
  * {@code @Idempotent} method is thrown on instead, so that the container's error handler
  * delays the record until the database, Redis or the other consumer holding its key lets
  * it through; the handler still gets every other failure. The bean is proxied, by its
- * class where the class can be subclassed, so that it can still be injected as its own
- * type.
+ * class where the class and its {@code handleError} methods can be overridden, so that it
+ * can still be injected as its own type; else by its interfaces.
  */
 public final class ListenerErrorHandlerPostProcessor implements BeanPostProcessor {
 
@@ -41,6 +43,19 @@ public final class ListenerErrorHandlerPostProcessor implements BeanPostProcesso
 		INFRASTRUCTURE_FIRST.setMappedName("handleError");
 	}
 
+	// a subclass could not intercept a final handleError: it would run on the empty proxy
+	private static boolean canSubclass(Class<?> type) {
+		if (Modifier.isFinal(type.getModifiers())) {
+			return false;
+		}
+		for (Method method : ReflectionUtils.getUniqueDeclaredMethods(type)) {
+			if (method.getName().equals("handleError") && Modifier.isFinal(method.getModifiers())) {
+				return false;
+			}
+		}
+		return true;
+	}
+
 	@Override
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
 		if (!(bean instanceof KafkaListenerErrorHandler)) {
@@ -51,7 +66,7 @@ public final class ListenerErrorHandlerPostProcessor implements BeanPostProcesso
 			return bean;
 		}
 		ProxyFactory proxy = new ProxyFactory(bean);
-		proxy.setProxyTargetClass(!Modifier.isFinal(AopUtils.getTargetClass(bean).getModifiers()));
+		proxy.setProxyTargetClass(canSubclass(AopUtils.getTargetClass(bean)));
 		proxy.addAdvisor(INFRASTRUCTURE_FIRST);
 		return proxy.getProxy(bean.getClass().getClassLoader());
 	}

@@ -1,0 +1,86 @@
+package dev.idempotency.internal.consumer;
+
+import org.junit.jupiter.api.Test;
+
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.kafka.listener.KafkaListenerErrorHandler;
+import org.springframework.kafka.listener.ListenerExecutionFailedException;
+import org.springframework.messaging.Message;
+import org.springframework.messaging.support.GenericMessage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * The shapes of {@code KafkaListenerErrorHandler} beans the post-processor proxies: each
+ * still handles the application's failures itself and throws on the infrastructure's.
+ */
+class ListenerErrorHandlerPostProcessorUnitTests {
+
+	private final ListenerErrorHandlerPostProcessor postProcessor = new ListenerErrorHandlerPostProcessor();
+
+	@Test
+	void aHandlerWhoseHandleErrorIsFinalStillHandlesAndStillLetsOutagesThrough() {
+		KafkaListenerErrorHandler handler = (KafkaListenerErrorHandler) this.postProcessor
+			.postProcessAfterInitialization(new FinalMethodHandler(), "handler");
+		assertThat(handler.handleError(new GenericMessage<>("p"),
+				new ListenerExecutionFailedException("failed", new IllegalStateException("its own"))))
+			.isEqualTo("configured");
+		assertOutageThrows(handler);
+	}
+
+	@Test
+	void aRecordHandlerStillHandlesAndStillLetsOutagesThrough() {
+		KafkaListenerErrorHandler handler = (KafkaListenerErrorHandler) this.postProcessor
+			.postProcessAfterInitialization(new RecordHandler("configured"), "handler");
+		assertThat(handler.handleError(new GenericMessage<>("p"),
+				new ListenerExecutionFailedException("failed", new IllegalStateException("its own"))))
+			.isEqualTo("configured");
+		assertOutageThrows(handler);
+	}
+
+	@Test
+	void aPlainHandlerStaysItsOwnType() {
+		Object handler = this.postProcessor.postProcessAfterInitialization(new PlainHandler(), "handler");
+		assertThat(handler).isInstanceOf(PlainHandler.class);
+		assertOutageThrows((KafkaListenerErrorHandler) handler);
+	}
+
+	private static void assertOutageThrows(KafkaListenerErrorHandler handler) {
+		RuntimeException outage = new DataAccessResourceFailureException("database down");
+		// as the interceptor does when an @Idempotent method fails
+		IdempotentFailures.remember(outage);
+		assertThatExceptionOfType(ListenerExecutionFailedException.class).isThrownBy(
+				() -> handler.handleError(new GenericMessage<>("p"), new ListenerExecutionFailedException("x", outage)));
+	}
+
+	record RecordHandler(String name) implements KafkaListenerErrorHandler {
+
+		@Override
+		public Object handleError(Message<?> message, ListenerExecutionFailedException exception) {
+			return this.name;
+		}
+
+	}
+
+	static class FinalMethodHandler implements KafkaListenerErrorHandler {
+
+		private final String name = String.valueOf("configured");
+
+		@Override
+		public final Object handleError(Message<?> message, ListenerExecutionFailedException exception) {
+			return this.name;
+		}
+
+	}
+
+	static class PlainHandler implements KafkaListenerErrorHandler {
+
+		@Override
+		public Object handleError(Message<?> message, ListenerExecutionFailedException exception) {
+			return "configured";
+		}
+
+	}
+
+}
