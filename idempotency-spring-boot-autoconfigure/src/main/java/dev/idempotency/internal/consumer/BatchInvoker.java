@@ -122,6 +122,7 @@ final class BatchInvoker {
 				result = this.transactions.execute((status) -> {
 					Object returned = attempt.proceedWithNew();
 					AbortedTransactionCheck.check(method);
+					this.kafkaTransactions.check(method);
 					return returned;
 				});
 			}
