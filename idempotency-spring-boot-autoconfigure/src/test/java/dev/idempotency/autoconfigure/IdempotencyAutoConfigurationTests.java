@@ -702,15 +702,19 @@ class IdempotencyAutoConfigurationTests {
 
 	}
 
+	// the EntityManagerFactory is beside the point: the checks read the DataSource
+	static JpaTransactionManager jpaTransactionManager(DataSource dataSource) {
+		JpaTransactionManager transactionManager = new JpaTransactionManager(Mockito.mock(EntityManagerFactory.class));
+		transactionManager.setDataSource(dataSource);
+		return transactionManager;
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	static class JpaAndPrimaryJdbcTransactionManagers {
 
 		@Bean
 		JpaTransactionManager transactionManager(DataSource dataSource) {
-			JpaTransactionManager transactionManager = new JpaTransactionManager(
-					Mockito.mock(EntityManagerFactory.class));
-			transactionManager.setDataSource(dataSource);
-			return transactionManager;
+			return jpaTransactionManager(dataSource);
 		}
 
 		@Bean
@@ -725,14 +729,10 @@ class IdempotencyAutoConfigurationTests {
 	@Configuration(proxyBeanMethods = false)
 	static class JpaAndJdbcTransactionManagers {
 
-		// the EntityManagerFactory is beside the point: the check reads the DataSource
 		@Bean
 		@org.springframework.context.annotation.Primary
 		JpaTransactionManager transactionManager(DataSource dataSource) {
-			JpaTransactionManager transactionManager = new JpaTransactionManager(
-					Mockito.mock(EntityManagerFactory.class));
-			transactionManager.setDataSource(dataSource);
-			return transactionManager;
+			return jpaTransactionManager(dataSource);
 		}
 
 		@Bean

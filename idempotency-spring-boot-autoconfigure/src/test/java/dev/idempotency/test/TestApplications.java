@@ -23,6 +23,15 @@ public final class TestApplications {
 			+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration";
 
 	/**
+	 * Property that switches the DataSource and JPA off, for an application without a
+	 * database (on the Redis-only store).
+	 */
+	public static final String WITHOUT_DATABASE = "spring.autoconfigure.exclude="
+			+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
+			+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
+			+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration";
+
+	/**
 	 * Property that runs the outbox relay, which test applications otherwise do not.
 	 */
 	public static final String WITH_RELAY = "idempotency.outbox.relay-enabled=true";

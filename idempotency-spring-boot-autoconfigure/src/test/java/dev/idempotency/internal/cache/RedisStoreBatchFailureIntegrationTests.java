@@ -38,11 +38,6 @@ class RedisStoreBatchFailureIntegrationTests {
 
 	private static final String TOPIC = "it-redis-store-batch-failure";
 
-	private static final String NO_DATABASE = "spring.autoconfigure.exclude="
-			+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
-			+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
-			+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration";
-
 	@Test
 	void recordsBeforeTheFailedOneAreAppliedOnce() {
 		TestInfrastructure.createTopic(TOPIC, 1);
@@ -51,7 +46,7 @@ class RedisStoreBatchFailureIntegrationTests {
 			TestKafka.send(TOPIC, 0, run + "-" + i, Map.of("X-Idempotency-Key", run + "-" + i));
 		}
 		try (TestRedis redis = TestRedis.start();
-				ConfigurableApplicationContext context = TestApplications.run(App.class, NO_DATABASE,
+				ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_DATABASE,
 						"spring.data.redis.url=redis://127.0.0.1:" + redis.port(), "idempotency.store.type=redis")) {
 			Listener listener = context.getBean(Listener.class);
 			listener.failOnce(run + "-2");

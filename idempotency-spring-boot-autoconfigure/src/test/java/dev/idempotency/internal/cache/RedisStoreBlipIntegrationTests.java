@@ -38,11 +38,6 @@ class RedisStoreBlipIntegrationTests {
 
 	private static final String BATCHES = "it-redis-store-blip-batches";
 
-	private static final String NO_DATABASE = "spring.autoconfigure.exclude="
-			+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
-			+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
-			+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration";
-
 	@BeforeAll
 	static void createTopics() {
 		TestInfrastructure.createTopic(RECORDS, 1);
@@ -87,7 +82,8 @@ class RedisStoreBlipIntegrationTests {
 	}
 
 	private static ConfigurableApplicationContext run(TestProxy proxy) {
-		return TestApplications.run(App.class, NO_DATABASE, "spring.data.redis.url=redis://127.0.0.1:" + proxy.port(),
+		return TestApplications.run(App.class, TestApplications.WITHOUT_DATABASE,
+				"spring.data.redis.url=redis://127.0.0.1:" + proxy.port(),
 				"idempotency.store.type=redis", "spring.data.redis.timeout=1s", "idempotency.store.redis.lease=5s",
 				"idempotency.infrastructure-retry.initial-interval=200ms",
 				"idempotency.infrastructure-retry.max-interval=500ms", "spring.kafka.listener.ack-mode=manual");

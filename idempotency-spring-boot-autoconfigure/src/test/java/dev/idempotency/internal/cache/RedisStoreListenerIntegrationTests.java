@@ -43,10 +43,7 @@ class RedisStoreListenerIntegrationTests {
 		try (TestRedis redis = TestRedis.start();
 				ConfigurableApplicationContext context = TestApplications.run(App.class, redis.springProperty(),
 						"idempotency.store.type=redis", "spring.kafka.listener.concurrency=3",
-						"spring.autoconfigure.exclude="
-								+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
-								+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
-								+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration")) {
+						TestApplications.WITHOUT_DATABASE)) {
 			String run = UUID.randomUUID().toString();
 			int keys = 300;
 			for (int key = 0; key < keys; key++) {
@@ -76,10 +73,7 @@ class RedisStoreListenerIntegrationTests {
 				ConfigurableApplicationContext context = TestApplications.run(App.class, redis.springProperty(),
 						"idempotency.store.type=redis", "idempotency.store.redis.lease=6s",
 						"idempotency.infrastructure-retry.initial-interval=200ms",
-						"idempotency.infrastructure-retry.max-interval=500ms", "spring.autoconfigure.exclude="
-								+ "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration,"
-								+ "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
-								+ "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration")) {
+						"idempotency.infrastructure-retry.max-interval=500ms", TestApplications.WITHOUT_DATABASE)) {
 			String key = UUID.randomUUID().toString();
 			// another consumer claimed the key and went silent: its lease runs for 6 s, far
 			// longer than the ten attempts without pause of the default error handler
