@@ -20,6 +20,10 @@ final class IdempotentFailures {
 		LAST.set(failure);
 	}
 
+	static void forget() {
+		LAST.remove();
+	}
+
 	/**
 	 * Return whether the failure, or one of its causes, is the last one that came out of
 	 * an {@code @Idempotent} method on this thread, and forget it.

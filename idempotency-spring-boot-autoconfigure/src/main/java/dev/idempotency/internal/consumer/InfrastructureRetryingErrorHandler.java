@@ -247,6 +247,7 @@ public final class InfrastructureRetryingErrorHandler implements CommonErrorHand
 	public void clearThreadState() {
 		this.batchRetry.remove();
 		this.delayed.remove();
+		IdempotentFailures.forget();
 		this.infrastructure.clearThreadState();
 		this.application.clearThreadState();
 	}
