@@ -1,5 +1,7 @@
 package dev.idempotency.internal.consumer;
 
+import java.util.function.Consumer;
+
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.DirectFieldAccessor;
@@ -8,11 +10,14 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
 import org.springframework.kafka.config.ContainerCustomizer;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
 import org.springframework.kafka.listener.BatchInterceptor;
 import org.springframework.kafka.listener.CompositeBatchInterceptor;
 import org.springframework.kafka.listener.CompositeRecordInterceptor;
 import org.springframework.kafka.listener.RecordInterceptor;
 import org.springframework.kafka.listener.adapter.RecordFilterStrategy;
+import org.springframework.kafka.retrytopic.ListenerContainerFactoryConfigurer;
+import org.springframework.kafka.retrytopic.RetryTopicConfigurer;
 
 /**
  * Adds the interceptors that bind the current record or batch to every Kafka listener
@@ -20,13 +25,17 @@ import org.springframework.kafka.listener.adapter.RecordFilterStrategy;
  * record filter (if any) bind the records of a batch that pass it. Containers the factory
  * creates once the application runs (for a lazily created listener bean, say), which the
  * {@link InfrastructureRetryInstaller} did not see when the registry started, get the
- * infrastructure retries as they are created, after the application's customizer.
+ * infrastructure retries as they are created, after the application's customizer; so do
+ * the containers of retry topics created then, whose error handler the retry topics'
+ * {@link ListenerContainerFactoryConfigurer} replaces after the factory's customizer ran.
  */
 public final class ListenerContainerFactoryPostProcessor implements BeanPostProcessor {
 
 	private static final String FILTER_FIELD = "recordFilterStrategy";
 
 	private static final String CUSTOMIZER_FIELD = "containerCustomizer";
+
+	private static final String RETRY_TOPICS_CONFIGURER_FIELD = "listenerContainerFactoryConfigurer";
 
 	private final ObjectProvider<InfrastructureRetryInstaller> installers;
 
@@ -41,6 +50,19 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 	@Override
 	@SuppressWarnings({ "unchecked", "rawtypes" })
 	public Object postProcessAfterInitialization(Object bean, String beanName) {
+		if (bean instanceof RetryTopicConfigurer retryTopicConfigurer
+				&& new DirectFieldAccessor(retryTopicConfigurer).isReadableProperty(RETRY_TOPICS_CONFIGURER_FIELD)
+				&& new DirectFieldAccessor(retryTopicConfigurer)
+					.getPropertyValue(RETRY_TOPICS_CONFIGURER_FIELD) instanceof ListenerContainerFactoryConfigurer retryTopics) {
+			// it replaces the error handler of each container it decorates, then runs its
+			// customizer (neither has a getter: the fields they are kept in are read)
+			DirectFieldAccessor fields = new DirectFieldAccessor(retryTopics);
+			if (fields.isReadableProperty(CUSTOMIZER_FIELD)
+					&& !(fields.getPropertyValue(CUSTOMIZER_FIELD) instanceof LateRetryTopicContainerRetries)) {
+				retryTopics.setContainerCustomizer(new LateRetryTopicContainerRetries(
+						(Consumer) fields.getPropertyValue(CUSTOMIZER_FIELD), this.installers));
+			}
+		}
 		if (bean instanceof AbstractKafkaListenerContainerFactory factory) {
 			RecordInterceptor record = factory.getRecordInterceptor();
 			if (!(record instanceof CurrentRecordInterceptor)) {
@@ -80,6 +102,27 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 		public void configure(AbstractMessageListenerContainer container) {
 			if (this.application != null) {
 				this.application.configure(container);
+			}
+			InfrastructureRetryInstaller installer = this.installers.getIfAvailable();
+			if (installer != null && installer.isRunning()) {
+				installer.install(container);
+			}
+		}
+
+	}
+
+	/**
+	 * Runs the retry topics' container customizer, then, for a container created after the
+	 * installer ran, puts the infrastructure retries in front of the error handler the
+	 * retry topics gave it.
+	 */
+	private record LateRetryTopicContainerRetries(@Nullable Consumer<ConcurrentMessageListenerContainer<?, ?>> application,
+			ObjectProvider<InfrastructureRetryInstaller> installers) implements Consumer<ConcurrentMessageListenerContainer<?, ?>> {
+
+		@Override
+		public void accept(ConcurrentMessageListenerContainer<?, ?> container) {
+			if (this.application != null) {
+				this.application.accept(container);
 			}
 			InfrastructureRetryInstaller installer = this.installers.getIfAvailable();
 			if (installer != null && installer.isRunning()) {
