@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.DirectFieldAccessor;
@@ -21,7 +22,9 @@ import org.springframework.kafka.listener.CommonMixedErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.FailedRecordProcessor;
 import org.springframework.kafka.listener.MessageListenerContainer;
+import org.springframework.kafka.transaction.KafkaAwareTransactionManager;
 import org.springframework.util.backoff.BackOff;
+import org.springframework.util.backoff.ExponentialBackOff;
 
 /**
  * Puts an {@link InfrastructureRetryingErrorHandler} in front of the error handler of
@@ -46,6 +49,9 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 			"recordErrorHandler", "batchErrorHandler");
 
 	private static final int MAX_DELEGATION_DEPTH = 8;
+
+	// the producer's default transaction.timeout.ms
+	private static final long DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000;
 
 	private final ObjectProvider<KafkaListenerEndpointRegistry> registries;
 
@@ -96,12 +102,50 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 			if (afterRollback instanceof FailedRecordProcessor processor) {
 				processor.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
 			}
+			BackOff afterRollbackBackOff = this.backOff.get();
 			listenerContainer.setAfterRollbackProcessor(
-					InfrastructureRetryingAfterRollbackProcessor.of(afterRollback, errorHandler, this.backOff.get()));
+					InfrastructureRetryingAfterRollbackProcessor.of(afterRollback, errorHandler, afterRollbackBackOff));
+			warnIfLongerThanTheTransaction(listenerContainer, afterRollbackBackOff);
 			if (logger.isDebugEnabled()) {
 				logger.debug("Infrastructure failures of container " + container.getListenerId()
 						+ " are retried without end before its error handler sees them");
 			}
+		}
+	}
+
+	/**
+	 * A Kafka-transactional container waits out the back-off inside its open transaction,
+	 * which the broker aborts after the producer's {@code transaction.timeout.ms} (and
+	 * fences the producer): warn when one wait can last that long.
+	 */
+	private static void warnIfLongerThanTheTransaction(AbstractMessageListenerContainer<?, ?> container,
+			BackOff backOff) {
+		KafkaAwareTransactionManager<?, ?> transactions = container.getContainerProperties()
+			.getKafkaAwareTransactionManager();
+		if (transactions == null || !(backOff instanceof ExponentialBackOff exponential)) {
+			return;
+		}
+		Object configured = transactions.getProducerFactory()
+			.getConfigurationProperties()
+			.get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
+		long timeout = DEFAULT_TRANSACTION_TIMEOUT_MS;
+		if (configured instanceof Number number) {
+			timeout = number.longValue();
+		}
+		else if (configured instanceof String text) {
+			try {
+				timeout = Long.parseLong(text.trim());
+			}
+			catch (NumberFormatException ex) {
+				return;
+			}
+		}
+		if (exponential.getMaxInterval() >= timeout) {
+			logger.warn("Container " + container.getListenerId() + " runs its listener in a Kafka transaction and "
+					+ "waits out infrastructure failures inside it: idempotency.infrastructure-retry.max-interval ("
+					+ exponential.getMaxInterval() + " ms) is not below the producer's transaction.timeout.ms ("
+					+ timeout + " ms), so during a long outage the broker aborts the transaction and fences the "
+					+ "producer at every wait. Set the max-interval well below the transaction timeout.");
 		}
 	}
 
