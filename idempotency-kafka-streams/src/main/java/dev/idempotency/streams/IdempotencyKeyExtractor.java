@@ -10,6 +10,7 @@ import java.util.function.Function;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.utils.Bytes;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,19 +52,24 @@ public interface IdempotencyKeyExtractor<K, V> {
 	}
 
 	/**
-	 * An extractor that uses the record key ({@code String.valueOf} of it).
+	 * An extractor that uses the record key: a {@code byte[]}, {@code ByteBuffer} or Kafka
+	 * {@code Bytes} key by its bytes, as the header extractor reads a header; any other key
+	 * by its {@code toString}, which its class must define (a key whose text would be its
+	 * identity, such as {@code Object}'s or an array's, is refused with an
+	 * {@code IllegalArgumentException}, since two copies of a message would never match).
 	 * @param <K> the record key type
 	 * @param <V> the record value type
 	 * @return the extractor
 	 */
 	static <K, V> IdempotencyKeyExtractor<K, V> recordKey() {
-		return (key, value, headers) -> (key != null) ? String.valueOf(key) : null;
+		return (key, value, headers) -> (key != null) ? text(key) : null;
 	}
 
 	/**
 	 * An extractor that reads a field of the record value, for example
 	 * {@code IdempotencyKeyExtractor.value(Payment::paymentId)}. A {@code null} value or
-	 * field means the record has no key.
+	 * field means the record has no key. The field becomes a key as a record key does in
+	 * {@link #recordKey()}.
 	 * @param field the function that reads the field
 	 * @param <K> the record key type
 	 * @param <V> the record value type
@@ -76,8 +82,35 @@ public interface IdempotencyKeyExtractor<K, V> {
 				return null;
 			}
 			Object result = field.apply(value);
-			return (result != null) ? String.valueOf(result) : null;
+			return (result != null) ? text(result) : null;
 		};
+	}
+
+	/**
+	 * Return a key object as text: bytes by their content, anything else by a
+	 * {@code toString} of its own class or a superclass other than {@code Object}.
+	 */
+	private static String text(Object key) {
+		if (key instanceof String text) {
+			return text;
+		}
+		if (key instanceof byte[] bytes) {
+			return text(bytes);
+		}
+		if (key instanceof ByteBuffer buffer) {
+			byte[] bytes = new byte[buffer.remaining()];
+			buffer.duplicate().get(bytes);
+			return text(bytes);
+		}
+		if (key instanceof Bytes bytes) {
+			return text(bytes.get());
+		}
+		if (!OwnToString.of(key.getClass())) {
+			throw new IllegalArgumentException("A key of type " + key.getClass().getTypeName()
+					+ " has no toString of its own: its text would be its identity, different for every copy of a "
+					+ "message; extract a String, a number or bytes instead");
+		}
+		return key.toString();
 	}
 
 	private static String text(byte[] bytes) {
