@@ -72,6 +72,33 @@ class KeyResolutionUnitTests {
 	}
 
 	@Test
+	void aByteArrayRecordKeyIsAKeyByItsBytes() {
+		ConsumerRecord<byte[], String> first = new ConsumerRecord<>("orders", 0, 1, bytes("order-1"), "v");
+		ConsumerRecord<byte[], String> copy = new ConsumerRecord<>("orders", 0, 2, bytes("order-1"), "v");
+		assertThat(this.resolver.resolve(message(first, "byRecordKey"))).isEqualTo("order-1")
+			.isEqualTo(this.resolver.resolve(message(copy, "byRecordKey")));
+		ConsumerRecord<byte[], String> binary = new ConsumerRecord<>("orders", 0, 3, new byte[] { (byte) 0xC3, 0x28 },
+				"v");
+		ConsumerRecord<byte[], String> otherBinary = new ConsumerRecord<>("orders", 0, 4,
+				new byte[] { (byte) 0xC3, 0x29 }, "v");
+		assertThat(this.resolver.resolve(message(binary, "byRecordKey"))).startsWith("sha256:")
+			.isNotEqualTo(this.resolver.resolve(message(otherBinary, "byRecordKey")));
+		assertThat(this.resolver.resolve(message(first, ByteBuffer.wrap(bytes("order-1")), "byPayload")))
+			.isEqualTo("order-1");
+	}
+
+	@Test
+	void refusesAKeyWhoseTextWouldBeItsIdentity() {
+		ConsumerRecord<String, String> record = record("orders", 2, 9);
+		assertThatIllegalArgumentException().isThrownBy(() -> this.resolver.resolve(message(record, new Object(), "byPayload")))
+			.withMessageContaining("java.lang.Object")
+			.withMessageContaining("payload");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> this.resolver.resolve(message(record, new long[] { 1 }, "byPayload")))
+			.withMessageContaining("long[]");
+	}
+
+	@Test
 	void keyExpressionThatYieldsNullMeansNoKey() {
 		ConsumerRecord<String, String> record = record("orders", 2, 9);
 		assertThat(this.resolver.resolve(message(record, "x", "byMissingHeader"))).isNull();
@@ -123,6 +150,10 @@ class KeyResolutionUnitTests {
 		assertThat(StoredKey.of(pair)).isSameAs(pair);
 	}
 
+	private static byte[] bytes(String text) {
+		return text.getBytes(StandardCharsets.UTF_8);
+	}
+
 	private static ConsumerRecord<String, String> record(String topic, int partition, long offset) {
 		return new ConsumerRecord<>(topic, partition, offset, "k", "v");
 	}
@@ -151,6 +182,14 @@ class KeyResolutionUnitTests {
 
 		@Idempotent(key = "headers['tenant'] + ':' + topic + '-' + partition + '-' + offset")
 		void byTenantAndOffset(Object payload) {
+		}
+
+		@Idempotent(key = "key")
+		void byRecordKey(Object payload) {
+		}
+
+		@Idempotent(key = "payload")
+		void byPayload(Object payload) {
 		}
 
 		@Idempotent(key = "headers['absent']")
