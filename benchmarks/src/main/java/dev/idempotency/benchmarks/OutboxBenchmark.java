@@ -12,6 +12,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import javax.sql.DataSource;
+
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.internal.outbox.OutboxRelay;
 import io.micrometer.core.instrument.Counter;
@@ -37,7 +39,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  * settings sending the same events from memory to the same broker; the throughput of two
  * relay instances on one outbox, with a check of per-key order on what they published;
  * and the commit-to-acknowledgment latency at a steady 1,000 events/s (one event per
- * transaction). Payloads are 1 KB over {@code BENCH_OUTBOX_KEYS} keys (1,000 by default).
+ * transaction); and, as the floor of any relay on a table, a {@link PlainRelay} over the
+ * same backlog. Payloads are 1 KB over {@code BENCH_OUTBOX_KEYS} keys (1,000 by default).
  * Prints one {@code RESULT} line.
  */
 public final class OutboxBenchmark {
@@ -59,11 +62,12 @@ public final class OutboxBenchmark {
 		String latencyTopic = "outbox-latency-" + run;
 		String producerTopic = "outbox-producer-" + run;
 		String pairTopic = "outbox-pair-" + run;
+		String plainTopic = "outbox-plain-" + run;
 		String kafka = infrastructure.getProperty("kafka");
 		try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka))) {
 			admin.createTopics(List.of(new NewTopic(throughputTopic, 4, (short) 1), new NewTopic(warmupTopic, 4, (short) 1),
 					new NewTopic(latencyTopic, 4, (short) 1), new NewTopic(producerTopic, 4, (short) 1),
-					new NewTopic(pairTopic, 4, (short) 1)))
+					new NewTopic(pairTopic, 4, (short) 1), new NewTopic(plainTopic, 4, (short) 1)))
 				.all()
 				.get();
 		}
@@ -107,8 +111,15 @@ public final class OutboxBenchmark {
 			double throughput = events / ((System.nanoTime() - begin) / 1e9);
 			System.err.println("PHASE relay: " + Math.round(throughput) + " events/s, " + CpuBusy.snapshot().since(before));
 
-			// two relay instances on one outbox
+			// the floor of any relay on this table: a plain loop that reads, sends and deletes
 			relay.stop();
+			backlog(transactions, outbox, plainTopic, events, keys);
+			before = CpuBusy.snapshot();
+			double plain = PlainRelay.eventsPerSecond(context.getBean(DataSource.class),
+					context.getBean(ProducerFactory.class), "outbox_" + run, plainTopic, events);
+			System.err.println("PHASE plain relay: " + Math.round(plain) + " events/s, " + CpuBusy.snapshot().since(before));
+
+			// two relay instances on one outbox
 			backlog(transactions, outbox, pairTopic, events, keys);
 			before = CpuBusy.snapshot();
 			begin = System.nanoTime();
@@ -133,8 +144,8 @@ public final class OutboxBenchmark {
 			double p50 = percentiles[0];
 			double p99 = percentiles[1];
 			System.out.println(String.format("RESULT scenario=" + scenario + " events=%d keys=%d throughput=%.0f producer=%.0f "
-					+ "twoRelays=%.0f orderViolations=%d steadyEvents=%d latencyP50ms=%.1f latencyP99ms=%.1f", events,
-					keys, throughput, producer, pair, violations, measured, p50, p99));
+					+ "plainRelay=%.0f twoRelays=%.0f orderViolations=%d steadyEvents=%d latencyP50ms=%.1f latencyP99ms=%.1f",
+					events, keys, throughput, producer, plain, pair, violations, measured, p50, p99));
 		}
 	}
 
