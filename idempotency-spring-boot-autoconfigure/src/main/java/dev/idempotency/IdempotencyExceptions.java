@@ -11,7 +11,7 @@ public final class IdempotencyExceptions {
 	/**
 	 * Return the starter's exceptions that retrying cannot cure: a missing key under
 	 * {@code missing-key: reject}, a fingerprint mismatch, a claim marked failed, a result
-	 * over its size limit. The starter registers them as not retryable on the
+	 * that could not be stored (over its size limit, among others). The starter registers them as not retryable on the
 	 * {@code DefaultErrorHandler} of each listener container; register them yourself on a
 	 * hand-made handler ({@code handler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable())}).
 	 * @return a new array of the exception types
@@ -19,7 +19,7 @@ public final class IdempotencyExceptions {
 	@SuppressWarnings("unchecked")
 	public static Class<? extends Exception>[] notRetryable() {
 		return new Class[] { IdempotencyKeyMissingException.class, IdempotencyFingerprintMismatchException.class,
-				IdempotencyClaimFailedException.class, IdempotencyResultTooLargeException.class };
+				IdempotencyClaimFailedException.class, IdempotencyResultNotStoredException.class };
 	}
 
 }

@@ -7,7 +7,7 @@ package dev.idempotency;
  * is skipped and returns {@code null}); the exception is not retryable and goes to the
  * error handler's recoverer, so the reply is not lost silently.
  */
-public class IdempotencyResultTooLargeException extends RuntimeException {
+public class IdempotencyResultTooLargeException extends IdempotencyResultNotStoredException {
 
 	private static final long serialVersionUID = 1L;
 

@@ -51,7 +51,8 @@ class ArchitectureTests {
 			// exceptions
 			"dev.idempotency.IdempotencyKeyMissingException", "dev.idempotency.IdempotencyKeyInProgressException",
 			"dev.idempotency.IdempotencyClaimFailedException", "dev.idempotency.IdempotencyFingerprintMismatchException",
-			"dev.idempotency.IdempotencyResultTooLargeException", "dev.idempotency.IdempotencyExceptions",
+			"dev.idempotency.IdempotencyResultTooLargeException", "dev.idempotency.IdempotencyResultNotStoredException",
+			"dev.idempotency.IdempotencyExceptions",
 			// key resolution SPI
 			"dev.idempotency.IdempotencyKeyResolver", "dev.idempotency.InboundMessage",
 			// store SPI

@@ -9,12 +9,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyContext;
 import dev.idempotency.IdempotencyKeyInProgressException;
+import dev.idempotency.IdempotencyResultNotStoredException;
 import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.LeaseLostHandler.LostLease;
@@ -132,12 +134,19 @@ public final class LeaseInvoker {
 			return null;
 		}
 		String json = null;
-		IdempotencyResultTooLargeException tooLarge = null;
+		IdempotencyResultNotStoredException notStored = null;
 		if (options.storeResult() && result != null) {
-			json = Objects.requireNonNull(this.results, "no StoredResultCodec").write(result);
-			int size = json.getBytes(StandardCharsets.UTF_8).length;
+			try {
+				json = Objects.requireNonNull(this.results, "no StoredResultCodec").write(result);
+			}
+			catch (RuntimeException ex) {
+				notStored = new IdempotencyResultNotStoredException("The result of " + method.name() + " for "
+						+ describe(message) + " could not be written as JSON; its work is done and its claim completed "
+						+ "without the result: " + ex, ex);
+			}
+			int size = (json != null) ? json.getBytes(StandardCharsets.UTF_8).length : 0;
 			if (size > this.settings.maxResultSize()) {
-				tooLarge = new IdempotencyResultTooLargeException("The result of " + method.name() + " for "
+				notStored = new IdempotencyResultTooLargeException("The result of " + method.name() + " for "
 						+ describe(message) + " is " + size + " bytes of JSON, more than "
 						+ "idempotency.lease.max-result-size (" + this.settings.maxResultSize() + " bytes); its work "
 						+ "is done and its claim completed without the result. Return less, or raise the limit");
@@ -149,11 +158,17 @@ public final class LeaseInvoker {
 			completed = completeWhileLeased(message, token, json, options.lease());
 		}
 		catch (RuntimeException ex) {
-			// the work is done: sending the record back would run it again once the lease expired
-			logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
-					+ " after its work was done, retrying for its lease of " + options.lease() + "; it stays "
-					+ "IN_PROGRESS, and a redelivery after its lease expired would process it again: " + ex);
-			completed = true;
+			if (json != null && !InfrastructureFailures.isInfrastructureFailure(ex)) {
+				// the database refused the result (jsonb holds no NUL character): the work is
+				// done, so the claim is completed without it, as for a result too large
+				notStored = new IdempotencyResultNotStoredException("The database refused the result of "
+						+ method.name() + " for " + describe(message) + "; its work is done and its claim completed "
+						+ "without the result: " + ex, ex);
+				completed = completeOrKeep(method, message, token, null, options.lease());
+			}
+			else {
+				completed = incomplete(method, message, options.lease(), ex);
+			}
 		}
 		if (completed) {
 			metrics.message(Outcome.PROCESSED, DecisionSource.STORE);
@@ -168,10 +183,32 @@ public final class LeaseInvoker {
 		if (acknowledgment != null) {
 			acknowledgment.release();
 		}
-		if (tooLarge != null) {
-			throw tooLarge;
+		if (notStored != null) {
+			throw notStored;
 		}
 		return result;
+	}
+
+	private boolean completeOrKeep(ListenerMethod method, ProcessedMessage message, long token, @Nullable String json,
+			java.time.Duration lease) {
+		try {
+			return completeWhileLeased(message, token, json, lease);
+		}
+		catch (RuntimeException ex) {
+			return incomplete(method, message, lease, ex);
+		}
+	}
+
+	/**
+	 * Log a claim that could not be completed after its work was done, and count it as
+	 * completed: sending the record back would run the work again once the lease expired.
+	 */
+	private static boolean incomplete(ListenerMethod method, ProcessedMessage message, java.time.Duration lease,
+			RuntimeException ex) {
+		logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
+				+ " after its work was done, retrying for its lease of " + lease + "; it stays "
+				+ "IN_PROGRESS, and a redelivery after its lease expired would process it again: " + ex);
+		return true;
 	}
 
 	/**
@@ -183,11 +220,19 @@ public final class LeaseInvoker {
 	 */
 	private boolean completeWhileLeased(ProcessedMessage message, long token, @Nullable String json,
 			java.time.Duration lease) {
+		return whileLeased(() -> this.store.complete(message, token, json), lease);
+	}
+
+	/**
+	 * Run a fenced store operation, retrying it on failures of the infrastructure for as
+	 * long as the lease lasts.
+	 */
+	private static boolean whileLeased(BooleanSupplier operation, java.time.Duration lease) {
 		long deadline = System.nanoTime() + lease.toNanos();
 		long backoffMillis = 100;
 		while (true) {
 			try {
-				return this.store.complete(message, token, json);
+				return operation.getAsBoolean();
 			}
 			catch (RuntimeException ex) {
 				if (!InfrastructureFailures.isInfrastructureFailure(ex)
@@ -212,7 +257,9 @@ public final class LeaseInvoker {
 		boolean nonRetryable = options.isNonRetryable(ex);
 		try {
 			if (nonRetryable) {
-				if (this.store.fail(message, token, ex.toString())) {
+				// retried like a completion: a claim left IN_PROGRESS would be taken over once
+				// its lease expired, and the method run again
+				if (whileLeased(() -> this.store.fail(message, token, ex.toString()), options.lease())) {
 					return new IdempotencyClaimFailedException("The claim of " + describe(message) + " in "
 							+ method.name() + " is marked FAILED: the listener threw the non-retryable " + ex, ex);
 				}

@@ -185,9 +185,24 @@ final class JdbcLeaseStore implements LeaseStore {
 				fencingToken)) == 1;
 	}
 
+	/**
+	 * Return the failure text as a {@code text} column holds it: PostgreSQL's text has no
+	 * NUL character (each becomes U+FFFD), and it is cut to its first
+	 * {@value #MAX_FAILURE_LENGTH} characters, never inside a surrogate pair.
+	 */
+	static String storable(String failure) {
+		String text = failure.replace('\0', '\uFFFD');
+		if (text.length() <= MAX_FAILURE_LENGTH) {
+			return text;
+		}
+		int end = Character.isHighSurrogate(text.charAt(MAX_FAILURE_LENGTH - 1)) ? MAX_FAILURE_LENGTH - 1
+				: MAX_FAILURE_LENGTH;
+		return text.substring(0, end);
+	}
+
 	@Override
 	public boolean fail(ProcessedMessage message, long fencingToken, String failure) {
-		String stored = (failure.length() > MAX_FAILURE_LENGTH) ? failure.substring(0, MAX_FAILURE_LENGTH) : failure;
+		String stored = storable(failure);
 		return apart(() -> this.jdbcTemplate.update(this.failSql, stored, message.scope(), message.key(),
 				fencingToken)) == 1;
 	}
