@@ -20,7 +20,10 @@ import dev.idempotency.outbox.OutboxTraceContext;
 import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.RoundRobinPartitioner;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import tools.jackson.databind.ObjectMapper;
@@ -60,6 +63,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 @EnableConfigurationProperties(IdempotencyProperties.class)
 public final class IdempotencyOutboxAutoConfiguration {
 
+	private static final Log logger = LogFactory.getLog(IdempotencyOutboxAutoConfiguration.class);
+
 	@Bean
 	@ConditionalOnMissingBean
 	OutboxRepository outboxRepository(DataSource dataSource, IdempotencyProperties properties,
@@ -83,6 +88,17 @@ public final class IdempotencyOutboxAutoConfiguration {
 		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
 		configs.put(ProducerConfig.ACKS_CONFIG, "all");
 		configs.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+		// Per-key order needs every event of a key on one partition: a partitioner that
+		// ignores the record key would spread them, and consumers of different partitions
+		// would see them out of order.
+		configs.remove(ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG);
+		Object partitioner = configs.get(ProducerConfig.PARTITIONER_CLASS_CONFIG);
+		if (partitioner != null && RoundRobinPartitioner.class.getName()
+			.equals((partitioner instanceof Class<?> type) ? type.getName() : partitioner.toString().trim())) {
+			configs.remove(ProducerConfig.PARTITIONER_CLASS_CONFIG);
+			logger.warn("The outbox relay does not use the application's " + RoundRobinPartitioner.class.getSimpleName()
+					+ ", which ignores record keys: events of one key must reach one partition to keep their order");
+		}
 		// The relay sends the later events of a key only once the earlier one is
 		// acknowledged: each such wave would wait out the linger first. Sends of one wave
 		// are pipelined, so they still share batches while requests are in flight.

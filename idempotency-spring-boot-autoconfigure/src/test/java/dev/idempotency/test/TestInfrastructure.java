@@ -2,13 +2,17 @@ package dev.idempotency.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.config.ConfigResource;
 import org.testcontainers.DockerClientFactory;
 import org.testcontainers.kafka.KafkaContainer;
 import org.testcontainers.postgresql.PostgreSQLContainer;
@@ -57,14 +61,46 @@ public final class TestInfrastructure {
 	 * @param partitions the number of partitions
 	 */
 	public static void createTopic(String name, int partitions) {
-		Properties properties = new Properties();
-		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafkaBootstrapServers());
-		try (Admin admin = Admin.create(properties)) {
-			admin.createTopics(java.util.List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+		createTopic(name, partitions, Map.of());
+	}
+
+	/**
+	 * Create a topic with settings of its own.
+	 * @param name the topic
+	 * @param partitions the number of partitions
+	 * @param configs the topic's settings, such as {@code max.message.bytes}
+	 */
+	public static void createTopic(String name, int partitions, Map<String, String> configs) {
+		try (Admin admin = Admin.create(adminProperties())) {
+			admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
 		}
 		catch (Exception ex) {
 			throw new IllegalStateException("Could not create topic " + name, ex);
 		}
+	}
+
+	/**
+	 * Change a setting of a topic.
+	 * @param name the topic
+	 * @param config the setting
+	 * @param value its new value
+	 */
+	public static void alterTopic(String name, String config, String value) {
+		try (Admin admin = Admin.create(adminProperties())) {
+			admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.TOPIC, name),
+					List.of(new AlterConfigOp(new ConfigEntry(config, value), AlterConfigOp.OpType.SET))))
+				.all()
+				.get();
+		}
+		catch (Exception ex) {
+			throw new IllegalStateException("Could not change " + config + " of topic " + name, ex);
+		}
+	}
+
+	private static Properties adminProperties() {
+		Properties properties = new Properties();
+		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafkaBootstrapServers());
+		return properties;
 	}
 
 	/**

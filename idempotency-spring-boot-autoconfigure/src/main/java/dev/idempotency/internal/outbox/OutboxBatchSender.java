@@ -21,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RetriableException;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.core.NestedExceptionUtils;
@@ -96,7 +97,8 @@ final class OutboxBatchSender {
 					continue;
 				}
 				CompletableFuture<SendResult<String, byte[]>> send = send(event);
-				if (send.isCompletedExceptionally()) {
+				if (send.isCompletedExceptionally() && isTransient(cause(send))) {
+					// no metadata for the topic: its other sends would block as long
 					failingTopics.put(event.topic(), cause(send));
 				}
 				inFlight.add(event);
@@ -177,18 +179,20 @@ final class OutboxBatchSender {
 	}
 
 	private CompletableFuture<SendResult<String, byte[]>> send(OutboxRecord event) {
-		ProducerRecord<String, byte[]> record = new ProducerRecord<>(event.topic(), event.key(), event.payload());
-		event.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
-		record.headers()
-			.add(OutboxRelay.IDEMPOTENCY_KEY_HEADER, event.eventId().toString().getBytes(StandardCharsets.UTF_8));
-		if (event.type() != null) {
-			record.headers().add(OutboxRelay.EVENT_TYPE_HEADER, event.type().getBytes(StandardCharsets.UTF_8));
-		}
-		if (event.aggregateType() != null) {
-			record.headers()
-				.add(OutboxRelay.AGGREGATE_TYPE_HEADER, event.aggregateType().getBytes(StandardCharsets.UTF_8));
-		}
 		try {
+			// built inside the try: a row that did not come from Outbox.publish (written by
+			// SQL, a header without a value, say) fails as this event alone, not the batch
+			ProducerRecord<String, byte[]> record = new ProducerRecord<>(event.topic(), event.key(), event.payload());
+			event.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
+			record.headers()
+				.add(OutboxRelay.IDEMPOTENCY_KEY_HEADER, event.eventId().toString().getBytes(StandardCharsets.UTF_8));
+			if (event.type() != null) {
+				record.headers().add(OutboxRelay.EVENT_TYPE_HEADER, event.type().getBytes(StandardCharsets.UTF_8));
+			}
+			if (event.aggregateType() != null) {
+				record.headers()
+					.add(OutboxRelay.AGGREGATE_TYPE_HEADER, event.aggregateType().getBytes(StandardCharsets.UTF_8));
+			}
 			return this.kafka.send(record);
 		}
 		catch (RuntimeException ex) {
@@ -198,6 +202,12 @@ final class OutboxBatchSender {
 
 	private Failure failure(OutboxRecord event, Throwable ex) {
 		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
+		// A failure of the broker or the network (no metadata, a timeout, not enough
+		// replicas: Kafka's retriable errors), or no acknowledgment within the send timeout,
+		// says nothing about the event: it does not count as an attempt, so that an outage
+		// never makes events DEAD. Only a failure of the event itself (too large, not
+		// serializable, not authorized) counts towards max-attempts.
+		boolean attempted = !isTransient(ex);
 		int attempt = event.attempts() + 1;
 		double backoff = Math.min(this.settings.maxBackoff().toMillis(),
 				this.settings.initialBackoff().toMillis() * Math.pow(this.settings.backoffMultiplier(), attempt - 1));
@@ -207,7 +217,19 @@ final class OutboxBatchSender {
 		String message = (cause != ex) ? ex.getMessage() + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
 				: ex.getClass().getSimpleName() + ": " + ex.getMessage();
 		return new Failure(message.length() > 2000 ? message.substring(0, 2000) : message,
-				Duration.ofMillis((long) jittered), true);
+				Duration.ofMillis((long) jittered), attempted);
+	}
+
+	static boolean isTransient(Throwable ex) {
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof RetriableException || cause instanceof TimeoutException) {
+				return true;
+			}
+			if (cause.getCause() == cause) {
+				break;
+			}
+		}
+		return false;
 	}
 
 	private Failure heldBack(String reason, @Nullable Throwable cause) {

@@ -154,11 +154,13 @@ class DashboardScrapeIntegrationTests {
 		await().atMost(Duration.ofSeconds(30))
 			.until(() -> TestMeters.count(context, "idempotency.fingerprint.mismatches") == 1
 					&& TestMeters.count(context, "idempotency.lease.lost") == 1);
-		// an outbox event published, and one dead (its topic does not exist; one attempt)
+		// an outbox event published, and one dead (too large for its topic; one attempt)
 		TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
 		Outbox outbox = context.getBean(Outbox.class);
 		transactions.executeWithoutResult((status) -> outbox.publish(OUTBOX_TOPIC, "k", "v"));
-		transactions.executeWithoutResult((status) -> outbox.publish("it-scrape-missing-" + run, "k", "v"));
+		String tooSmall = "it-scrape-too-small-" + run;
+		TestInfrastructure.createTopic(tooSmall, 1, Map.of("max.message.bytes", "1000"));
+		transactions.executeWithoutResult((status) -> outbox.publish(tooSmall, "k", "v" + "x".repeat(2000)));
 		await().atMost(Duration.ofSeconds(30))
 			.until(() -> TestMeters.count(context, "idempotency.outbox.published", "topic", OUTBOX_TOPIC) == 1
 					&& context.getBean(PrometheusMeterRegistry.class)

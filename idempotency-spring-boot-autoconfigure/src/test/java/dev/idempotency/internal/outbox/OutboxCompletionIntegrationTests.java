@@ -75,23 +75,28 @@ class OutboxCompletionIntegrationTests {
 				sent.get("sent_at"))).isTrue();
 	}
 
+	private static final String PADDING = "x".repeat(2000);
+
 	@Test
 	void requeueAllPutsEveryDeadEventBackInLineAndTheEventsBehindThemFollow() {
 		String topic = "it-outbox-requeue-all-" + UUID.randomUUID().toString().substring(0, 8);
-		// the topic does not exist yet: every send fails, and one attempt is the maximum
-		publish(topic, "account-1", "a1");
-		publish(topic, "account-2", "b1");
+		// the topic refuses events over 1,000 bytes: these fail as events, and one attempt
+		// is the maximum
+		TestInfrastructure.createTopic(topic, 1, Map.of("max.message.bytes", "1000"));
+		publish(topic, "account-1", "a1" + PADDING);
+		publish(topic, "account-2", "b1" + PADDING);
 		OutboxDeadLetters deadLetters = context.getBean(OutboxDeadLetters.class);
 		await().atMost(Duration.ofSeconds(30)).until(() -> deadLetters.count() == 2);
 		publish(topic, "account-1", "a2");
-		TestInfrastructure.createTopic(topic, 1);
+		TestInfrastructure.alterTopic(topic, "max.message.bytes", "1048588");
 		assertThat(deadLetters.requeueAll()).isEqualTo(2);
 		try (TestConsumer consumer = new TestConsumer(topic)) {
 			List<ConsumerRecord<String, String>> records = consumer.receive(3, Duration.ofSeconds(30));
-			assertThat(records).extracting(ConsumerRecord::value).containsExactlyInAnyOrder("a1", "b1", "a2");
+			assertThat(records).extracting(ConsumerRecord::value)
+				.containsExactlyInAnyOrder("a1" + PADDING, "b1" + PADDING, "a2");
 			assertThat(records).filteredOn((record) -> "account-1".equals(record.key()))
 				.extracting(ConsumerRecord::value)
-				.containsExactly("a1", "a2");
+				.containsExactly("a1" + PADDING, "a2");
 		}
 		assertThat(deadLetters.count()).isZero();
 		assertThat(deadLetters.requeueAll()).isZero();

@@ -255,7 +255,7 @@ class OutboxOrderIntegrationTests {
 	void aPublisherWaitingForItsKeyGivesUpAfterTheTransactionsLockTimeout() {
 		String key = "timeout-" + UUID.randomUUID();
 		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc, () -> publish(key, "first"))) {
-			// as the claim of an @Idempotent listener sets it for the listener's transaction
+			// as an application sets it for its transaction (SET LOCAL lock_timeout)
 			assertThatExceptionOfType(CannotAcquireLockException.class)
 				.isThrownBy(() -> transactions.executeWithoutResult((status) -> {
 					jdbc.queryForObject("SELECT set_config('lock_timeout', '200ms', true)", String.class);

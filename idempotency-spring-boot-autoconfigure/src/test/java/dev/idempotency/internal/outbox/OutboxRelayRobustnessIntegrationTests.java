@@ -1,0 +1,154 @@
+package dev.idempotency.internal.outbox;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestMeters;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * What the relay does with what it cannot control: a broker outage longer than the
+ * events' attempts, an application producer that spreads records over partitions, and a
+ * row that did not come from {@code Outbox.publish}.
+ */
+class OutboxRelayRobustnessIntegrationTests {
+
+	/**
+	 * The broker cannot take the events for longer than their attempts would last (the
+	 * topic does not exist yet, so every send fails after {@code max.block.ms}, as while
+	 * the broker is unreachable). Such failures say nothing about the events: none may
+	 * become DEAD, and all arrive, in order, once the broker takes them.
+	 */
+	@Test
+	void anOutageLongerThanTheAttemptsMakesNoEventDead() {
+		String topic = "it-outbox-long-outage";
+		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=long_outage_outbox",
+				"idempotency.flyway.table=long_outage_schema_history", "idempotency.outbox.initial-backoff=100ms",
+				"idempotency.outbox.max-backoff=200ms", "idempotency.outbox.max-attempts=2",
+				"idempotency.outbox.poll-interval=100ms", "spring.kafka.producer.properties[max.block.ms]=300")) {
+			Outbox outbox = context.getBean(Outbox.class);
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				for (int i = 0; i < 20; i++) {
+					outbox.publish(topic, "key-" + (i % 4), Integer.toString(i));
+				}
+			});
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			// far more failed sends than two attempts per event
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> TestMeters.count(context, "idempotency.outbox.failures") >= 8);
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM long_outage_outbox WHERE status = 'DEAD'",
+					Integer.class)).isZero();
+			TestInfrastructure.createTopic(topic, 2);
+			try (TestConsumer consumer = new TestConsumer(topic)) {
+				List<ConsumerRecord<String, String>> records = consumer.receive(20, Duration.ofSeconds(60));
+				assertThat(records).hasSize(20);
+				assertInOrder(records);
+			}
+		}
+	}
+
+	/**
+	 * An application whose own producer spreads records over partitions whatever their key
+	 * ({@code RoundRobinPartitioner}): the relay must not, or consumers of two partitions
+	 * would see the events of one key out of order.
+	 */
+	@Test
+	void eventsOfOneKeyReachOnePartitionWhateverTheApplicationsPartitioner() {
+		String topic = "it-outbox-round-robin";
+		TestInfrastructure.createTopic(topic, 4);
+		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=round_robin_outbox",
+				"idempotency.flyway.table=round_robin_schema_history", "idempotency.outbox.poll-interval=100ms",
+				"spring.kafka.producer.properties[partitioner.class]="
+						+ "org.apache.kafka.clients.producer.RoundRobinPartitioner")) {
+			Outbox outbox = context.getBean(Outbox.class);
+			for (int i = 0; i < 40; i++) {
+				int sequence = i;
+				// one event per transaction: many batches, each spread anew by the partitioner
+				context.getBean(TransactionTemplate.class)
+					.executeWithoutResult((status) -> outbox.publish(topic, "key-" + (sequence % 2),
+							Integer.toString(sequence)));
+			}
+			try (TestConsumer consumer = new TestConsumer(topic)) {
+				List<ConsumerRecord<String, String>> records = consumer.receive(40, Duration.ofSeconds(60));
+				Map<String, Set<Integer>> partitions = new HashMap<>();
+				records.forEach((record) -> partitions.computeIfAbsent(record.key(), (key) -> new HashSet<>())
+					.add(record.partition()));
+				assertThat(partitions).hasSize(2);
+				assertThat(partitions.values()).allSatisfy((used) -> assertThat(used).as("partitions of one key").hasSize(1));
+			}
+		}
+	}
+
+	/**
+	 * A row written by SQL, not by {@code Outbox.publish}, with a header without a value:
+	 * it fails as one event (and backs off, holding back only its own key), and the other
+	 * events claimed with it are published.
+	 */
+	@Test
+	void aRowThatCannotBeSentFailsAloneAndTheRestOfItsBatchIsPublished() {
+		String topic = "it-outbox-bad-row";
+		TestInfrastructure.createTopic(topic, 1);
+		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=bad_row_outbox",
+				"idempotency.flyway.table=bad_row_schema_history", "idempotency.outbox.poll-interval=100ms",
+				"idempotency.outbox.initial-backoff=1m")) {
+			context.getBean(OutboxRelay.class).stop();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			jdbc.update("INSERT INTO bad_row_outbox (event_id, aggregate_id, topic, payload, headers) "
+					+ "VALUES (gen_random_uuid(), 'bad', ?, convert_to('bad', 'UTF8'), '{\"tenant\": null}')", topic);
+			Outbox outbox = context.getBean(Outbox.class);
+			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+				for (int i = 0; i < 5; i++) {
+					outbox.publish(topic, "good-" + i, Integer.toString(i));
+				}
+			});
+			context.getBean(OutboxRelay.class).start();
+			try (TestConsumer consumer = new TestConsumer(topic)) {
+				assertThat(consumer.receive(5, Duration.ofSeconds(30))).extracting(ConsumerRecord::key)
+					.containsExactlyInAnyOrder("good-0", "good-1", "good-2", "good-3", "good-4");
+			}
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM bad_row_outbox", Integer.class) == 1);
+			assertThat(jdbc.queryForObject("SELECT attempts FROM bad_row_outbox WHERE aggregate_id = 'bad'",
+					Integer.class)).isEqualTo(1);
+		}
+	}
+
+	private static void assertInOrder(List<ConsumerRecord<String, String>> records) {
+		Map<String, Integer> lastByKey = new HashMap<>();
+		for (ConsumerRecord<String, String> record : records) {
+			int sequence = Integer.parseInt(record.value());
+			Integer last = lastByKey.put(record.key(), sequence);
+			if (last != null) {
+				assertThat(sequence).as("order of %s", record.key()).isGreaterThan(last);
+			}
+		}
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class Writer {
+
+	}
+
+}
