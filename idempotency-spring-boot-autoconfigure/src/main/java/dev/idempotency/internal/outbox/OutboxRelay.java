@@ -254,6 +254,12 @@ public final class OutboxRelay implements SmartLifecycle {
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 		}
+		catch (Error ex) {
+			// not a failure of a cycle (those are caught above): the thread ends, and the
+			// relay must not look alive while it publishes nothing
+			this.running = false;
+			logger.error("The outbox relay stopped on an error; no event is published until it is started again", ex);
+		}
 		finally {
 			if (ahead != null) {
 				// never sent: stop() releases its leases once this thread has ended

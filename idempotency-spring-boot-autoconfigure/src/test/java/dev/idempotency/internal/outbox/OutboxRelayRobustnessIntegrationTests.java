@@ -13,10 +13,16 @@ import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -29,6 +35,7 @@ import static org.awaitility.Awaitility.await;
  * events' attempts, an application producer that spreads records over partitions, and a
  * row that did not come from {@code Outbox.publish}.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class OutboxRelayRobustnessIntegrationTests {
 
 	/**
@@ -132,6 +139,52 @@ class OutboxRelayRobustnessIntegrationTests {
 			assertThat(jdbc.queryForObject("SELECT attempts FROM bad_row_outbox WHERE aggregate_id = 'bad'",
 					Integer.class)).isEqualTo(1);
 		}
+	}
+
+	/**
+	 * An {@code Error} on the relay's thread (here from a producer interceptor, which the
+	 * Kafka client does not catch) ends the thread: the relay must say so, in the log and
+	 * in {@code isRunning()}, rather than look alive while it publishes nothing.
+	 */
+	@Test
+	void aRelayWhoseThreadDiesOfAnErrorSaysItIsNoLongerRunning(CapturedOutput output) {
+		String topic = "it-outbox-error";
+		TestInfrastructure.createTopic(topic, 1);
+		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
+				TestApplications.WITH_RELAY, "idempotency.outbox.table=error_outbox",
+				"idempotency.flyway.table=error_schema_history", "idempotency.outbox.poll-interval=100ms",
+				"spring.kafka.producer.properties[interceptor.classes]=" + FailingInterceptor.class.getName())) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			assertThat(relay.isRunning()).isTrue();
+			context.getBean(TransactionTemplate.class)
+				.executeWithoutResult((status) -> context.getBean(Outbox.class).publish(topic, "k", "v"));
+			await().atMost(Duration.ofSeconds(20)).until(() -> !relay.isRunning());
+			assertThat(output).contains("The outbox relay stopped").contains("interceptor failed");
+		}
+	}
+
+	/**
+	 * Throws an {@code Error} on every send.
+	 */
+	public static class FailingInterceptor implements ProducerInterceptor<Object, Object> {
+
+		@Override
+		public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) {
+			throw new AssertionError("interceptor failed");
+		}
+
+		@Override
+		public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+		}
+
+		@Override
+		public void close() {
+		}
+
+		@Override
+		public void configure(Map<String, ?> configs) {
+		}
+
 	}
 
 	private static void assertInOrder(List<ConsumerRecord<String, String>> records) {
