@@ -39,6 +39,8 @@ import org.springframework.kafka.support.SendResult;
  */
 final class OutboxBatchSender {
 
+	private static final int MAX_CAUSE_DEPTH = 32;
+
 	private final KafkaTemplate<String, byte[]> kafka;
 
 	private final OutboxSettings settings;
@@ -202,12 +204,6 @@ final class OutboxBatchSender {
 
 	private Failure failure(OutboxRecord event, Throwable ex) {
 		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
-		// A failure of the broker or the network (no metadata, a timeout, not enough
-		// replicas: Kafka's retriable errors), or no acknowledgment within the send timeout,
-		// says nothing about the event: it does not count as an attempt, so that an outage
-		// never makes events DEAD. Only a failure of the event itself (too large, not
-		// serializable, not authorized) counts towards max-attempts.
-		boolean attempted = !isTransient(ex);
 		int attempt = event.attempts() + 1;
 		double backoff = Math.min(this.settings.maxBackoff().toMillis(),
 				this.settings.initialBackoff().toMillis() * Math.pow(this.settings.backoffMultiplier(), attempt - 1));
@@ -217,17 +213,21 @@ final class OutboxBatchSender {
 		String message = (cause != ex) ? ex.getMessage() + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
 				: ex.getClass().getSimpleName() + ": " + ex.getMessage();
 		return new Failure(message.length() > 2000 ? message.substring(0, 2000) : message,
-				Duration.ofMillis((long) jittered), attempted);
+				Duration.ofMillis((long) jittered), true);
 	}
 
+	/**
+	 * Whether a send failed for a reason of the broker or the network (Kafka's retriable
+	 * errors, such as no metadata for the topic) rather than of the event.
+	 */
 	static boolean isTransient(Throwable ex) {
-		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
-			if (cause instanceof RetriableException || cause instanceof TimeoutException) {
+		Throwable cause = ex;
+		// bounded: a cause chain may loop
+		for (int depth = 0; cause != null && depth < MAX_CAUSE_DEPTH; depth++) {
+			if (cause instanceof RetriableException) {
 				return true;
 			}
-			if (cause.getCause() == cause) {
-				break;
-			}
+			cause = cause.getCause();
 		}
 		return false;
 	}

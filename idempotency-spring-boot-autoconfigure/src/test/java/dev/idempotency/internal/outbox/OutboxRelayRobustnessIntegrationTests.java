@@ -11,7 +11,6 @@ import dev.idempotency.outbox.Outbox;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -31,47 +30,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * What the relay does with what it cannot control: a broker outage longer than the
- * events' attempts, an application producer that spreads records over partitions, and a
- * row that did not come from {@code Outbox.publish}.
+ * What the relay does with what it cannot control: an application producer that spreads
+ * records over partitions, a row that did not come from {@code Outbox.publish}, and an
+ * {@code Error} on its thread.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class OutboxRelayRobustnessIntegrationTests {
-
-	/**
-	 * The broker cannot take the events for longer than their attempts would last (the
-	 * topic does not exist yet, so every send fails after {@code max.block.ms}, as while
-	 * the broker is unreachable). Such failures say nothing about the events: none may
-	 * become DEAD, and all arrive, in order, once the broker takes them.
-	 */
-	@Test
-	void anOutageLongerThanTheAttemptsMakesNoEventDead() {
-		String topic = "it-outbox-long-outage";
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=long_outage_outbox",
-				"idempotency.flyway.table=long_outage_schema_history", "idempotency.outbox.initial-backoff=100ms",
-				"idempotency.outbox.max-backoff=200ms", "idempotency.outbox.max-attempts=2",
-				"idempotency.outbox.poll-interval=100ms", "spring.kafka.producer.properties[max.block.ms]=300")) {
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
-				for (int i = 0; i < 20; i++) {
-					outbox.publish(topic, "key-" + (i % 4), Integer.toString(i));
-				}
-			});
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			// far more failed sends than two attempts per event
-			await().atMost(Duration.ofSeconds(30))
-				.until(() -> TestMeters.count(context, "idempotency.outbox.failures") >= 8);
-			assertThat(jdbc.queryForObject("SELECT count(*) FROM long_outage_outbox WHERE status = 'DEAD'",
-					Integer.class)).isZero();
-			TestInfrastructure.createTopic(topic, 2);
-			try (TestConsumer consumer = new TestConsumer(topic)) {
-				List<ConsumerRecord<String, String>> records = consumer.receive(20, Duration.ofSeconds(60));
-				assertThat(records).hasSize(20);
-				assertInOrder(records);
-			}
-		}
-	}
 
 	/**
 	 * An application whose own producer spreads records over partitions whatever their key
@@ -185,17 +149,6 @@ class OutboxRelayRobustnessIntegrationTests {
 		public void configure(Map<String, ?> configs) {
 		}
 
-	}
-
-	private static void assertInOrder(List<ConsumerRecord<String, String>> records) {
-		Map<String, Integer> lastByKey = new HashMap<>();
-		for (ConsumerRecord<String, String> record : records) {
-			int sequence = Integer.parseInt(record.value());
-			Integer last = lastByKey.put(record.key(), sequence);
-			if (last != null) {
-				assertThat(sequence).as("order of %s", record.key()).isGreaterThan(last);
-			}
-		}
 	}
 
 	@SpringBootConfiguration
