@@ -10,7 +10,6 @@ import java.util.function.Function;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.utils.Bytes;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -52,9 +51,10 @@ public interface IdempotencyKeyExtractor<K, V> {
 	}
 
 	/**
-	 * An extractor that uses the record key: a {@code byte[]}, {@code ByteBuffer} or Kafka
-	 * {@code Bytes} key by its bytes, as the header extractor reads a header; any other key
-	 * by its {@code toString}, which its class must define (a key whose text would be its
+	 * An extractor that uses the record key: a {@code byte[]} or {@code ByteBuffer} key by
+	 * its bytes, as the header extractor reads a header; any other key by its
+	 * {@code toString} (Kafka's {@code Bytes} writes its content), which its class must
+	 * define (a key whose text would be its
 	 * identity, such as {@code Object}'s or an array's, is refused with an
 	 * {@code IllegalArgumentException}, since two copies of a message would never match).
 	 * @param <K> the record key type
@@ -101,9 +101,6 @@ public interface IdempotencyKeyExtractor<K, V> {
 			byte[] bytes = new byte[buffer.remaining()];
 			buffer.duplicate().get(bytes);
 			return text(bytes);
-		}
-		if (key instanceof Bytes bytes) {
-			return text(bytes.get());
 		}
 		if (!OwnToString.of(key.getClass())) {
 			throw new IllegalArgumentException("A key of type " + key.getClass().getTypeName()

@@ -3,7 +3,6 @@ package dev.idempotency.internal.key;
 import java.nio.ByteBuffer;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.utils.Bytes;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.expression.EvaluationContext;
@@ -80,9 +79,6 @@ public final class KeyExpressions {
 			byte[] bytes = new byte[buffer.remaining()];
 			buffer.duplicate().get(bytes);
 			return HeaderKeys.text(bytes);
-		}
-		if (value instanceof Bytes bytes) {
-			return HeaderKeys.text(bytes.get());
 		}
 		if (!HAS_OWN_TO_STRING.get(value.getClass())) {
 			throw new IllegalArgumentException("The key expression '" + expression.getExpressionString()
