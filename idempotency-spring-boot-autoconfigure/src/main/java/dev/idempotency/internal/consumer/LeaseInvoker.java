@@ -183,7 +183,8 @@ public final class LeaseInvoker {
 		if (acknowledgment != null) {
 			acknowledgment.release();
 		}
-		if (notStored != null) {
+		if (notStored != null && completed) {
+			// (a lease lost to another consumer was reported as such above)
 			throw notStored;
 		}
 		return result;

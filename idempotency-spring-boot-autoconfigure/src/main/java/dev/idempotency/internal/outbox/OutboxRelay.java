@@ -259,6 +259,19 @@ public final class OutboxRelay implements SmartLifecycle {
 			// relay must not look alive while it publishes nothing
 			this.running = false;
 			logger.error("The outbox relay stopped on an error; no event is published until it is started again", ex);
+			try {
+				// its claims, so that other instances need not wait for their leases; the
+				// producer is closed first, so that no send of the batch it was in the middle
+				// of reaches the broker after another instance sent later events of its keys
+				if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+					producers.reset();
+				}
+				this.repository.release(this.owner);
+			}
+			catch (RuntimeException releaseFailure) {
+				logger.warn("Could not release the outbox relay's leases; they expire after " + this.settings.lease()
+						+ ": " + releaseFailure);
+			}
 		}
 		finally {
 			if (ahead != null) {

@@ -75,7 +75,8 @@ final class JdbcLeaseStore implements LeaseStore {
 
 	private static final String FAIL = """
 			UPDATE %s SET status = 'FAILED', processed_at = now(), lease_until = NULL, failure = ?
-			WHERE consumer_group = ? AND idempotency_key = ? AND status = 'IN_PROGRESS' AND fencing_token = ?
+			WHERE consumer_group = ? AND idempotency_key = ? AND status IN ('IN_PROGRESS', 'FAILED')
+			AND fencing_token = ?
 			""";
 
 	// a claim that vanished or changed between the claim and the look-up is claimed again

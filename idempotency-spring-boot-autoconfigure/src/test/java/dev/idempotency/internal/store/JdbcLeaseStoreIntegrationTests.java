@@ -126,6 +126,29 @@ class JdbcLeaseStoreIntegrationTests {
 	}
 
 	@Test
+	void aFailureMayBeRecordedAgainByItsOwnTokenOnly() {
+		// a retry of a failure whose commit went through but whose answer was lost
+		ProcessedMessage message = message();
+		LeaseClaim claim = leases.claim(message, MINUTE, null);
+		assertThat(leases.fail(message, claim.fencingToken(), "first")).isTrue();
+		assertThat(leases.fail(message, claim.fencingToken(), "again")).isTrue();
+		assertThat(leases.fail(message, claim.fencingToken() + 1, "another token")).isFalse();
+		assertThat(column(message, "status")).isEqualTo("FAILED");
+	}
+
+	@Test
+	void aFailureTextIsStoredWithoutItsNulCharactersAndCutToItsLimit() {
+		ProcessedMessage message = message();
+		LeaseClaim claim = leases.claim(message, MINUTE, null);
+		String failure = "declined: code\u0000051 " + "x".repeat(1980) + "\uD83D\uDE00 and more";
+		assertThat(leases.fail(message, claim.fencingToken(), failure)).isTrue();
+		String stored = column(message, "failure");
+		assertThat(stored).startsWith("declined: code\uFFFD051 ").doesNotContain("\u0000");
+		// cut before the surrogate pair that straddles the limit, never inside it
+		assertThat(stored).hasSize(1999).doesNotContain("\uD83D");
+	}
+
+	@Test
 	void expiredLeaseOfAnotherPayloadIsNotTakenOver() {
 		ProcessedMessage message = message();
 		leases.claim(message, Duration.ofMillis(1), "a".repeat(64));
