@@ -4,8 +4,11 @@
 # Scenarios: S_PASS (pass-through baseline), S_NEW, S_DUP (the deduplicating processor on
 # all-new and all-duplicate input), S_NEW_BLOOM, S_DUP_BLOOM (the same with the in-memory
 # Bloom pre-check); not in the default set: S_NEW_MEMORY (an in-memory store instead of RocksDB,
-# changelog kept) and S_PASS_TWICE (the pass-through that also sends each record to a second
-# topic, as a changelogged store sends one record per new key: the floor of its cost). Each scenario reads 2 x N records: N of warm-up, N measured.
+# changelog kept), S_PASS_TWICE (the pass-through that also sends each record to a second
+# topic, as a changelogged store sends one record per new key: the floor of its cost) and
+# S_NEW_PURGE (S_NEW with a purge every 5 s; each RESULT line gives the longest stall between
+# two records of the measured half, maxGapMs). Each scenario reads 2 x N records: N of warm-up,
+# N measured.
 # As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker
 # (the same infrastructure process as run.sh) pinned to CPU 1.
 set -euo pipefail

@@ -7,6 +7,7 @@ import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -75,6 +76,10 @@ public final class StreamsBenchmark {
 			if (scenario == StreamsScenario.S_NEW_MEMORY) {
 				deduplication.inMemory();
 			}
+			if (scenario == StreamsScenario.S_NEW_PURGE) {
+				// every 5 s: each purge scans the whole store (no key expires within the hour)
+				deduplication.purgeInterval(Duration.ofSeconds(5));
+			}
 			records = records.processValues(deduplication.build());
 		}
 		records.to(output, Produced.with(Serdes.String(), Serdes.String()));
@@ -108,10 +113,11 @@ public final class StreamsBenchmark {
 				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
-		System.out.println(String.format("RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f",
+		System.out.println(String.format(
+				"RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f maxGapMs=%.1f",
 				scenario.name(), measured, 2.0 * measured / seconds(clock.first, clock.last),
 				(measured - 1) / seconds(clock.half, clock.last),
-				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1)));
+				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1), clock.maxGapNanos / 1e6));
 	}
 
 	private static double seconds(long from, long to) {
@@ -167,6 +173,9 @@ public final class StreamsBenchmark {
 
 		private volatile long lastCpu;
 
+		// the longest wait between two records of the measured half: a stall of the stream thread
+		private volatile long maxGapNanos;
+
 		private volatile Map<String, Long> halfThreads = Map.of();
 
 		private volatile Map<String, Long> lastThreads = Map.of();
@@ -191,6 +200,8 @@ public final class StreamsBenchmark {
 
 		private long seen;
 
+		private long previous;
+
 		Clock(Timing timing) {
 			this.timing = timing;
 		}
@@ -204,6 +215,10 @@ public final class StreamsBenchmark {
 		public void process(FixedKeyRecord<String, String> record) {
 			this.seen++;
 			long now = System.nanoTime();
+			if (this.seen > this.timing.measured + 1 && now - this.previous > this.timing.maxGapNanos) {
+				this.timing.maxGapNanos = now - this.previous;
+			}
+			this.previous = now;
 			if (this.seen == 1) {
 				this.timing.first = now;
 			}
@@ -237,7 +252,10 @@ public final class StreamsBenchmark {
 
 		S_DUP_BLOOM("deduplicating processor with the Bloom pre-check, all duplicates", true, true, true),
 
-		S_NEW_MEMORY("deduplicating processor, in-memory store (changelog kept), all new", true, false, false);
+		S_NEW_MEMORY("deduplicating processor, in-memory store (changelog kept), all new", true, false, false),
+
+		S_NEW_PURGE("deduplicating processor purging every 5 s (a scan of the whole store), all new", true, false,
+				false);
 
 		final String description;
 
