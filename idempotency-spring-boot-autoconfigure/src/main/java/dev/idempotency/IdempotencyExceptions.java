@@ -11,8 +11,9 @@ public final class IdempotencyExceptions {
 	/**
 	 * Return the starter's exceptions that retrying cannot cure: a missing key under
 	 * {@code missing-key: reject}, a fingerprint mismatch, a claim marked failed, a result
-	 * that could not be stored (over its size limit, among others). The starter registers them as not retryable on the
-	 * {@code DefaultErrorHandler} of each listener container; register them yourself on a
+	 * that could not be stored (over its size limit, among others). The starter registers
+	 * them as not retryable on the {@code DefaultErrorHandler} of each listener container;
+	 * register them yourself on a
 	 * hand-made handler ({@code handler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable())}).
 	 * @return a new array of the exception types
 	 */
