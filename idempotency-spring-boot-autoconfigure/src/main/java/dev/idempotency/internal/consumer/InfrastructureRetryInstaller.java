@@ -114,18 +114,15 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 	}
 
 	/**
-	 * A Kafka-transactional container whose after-rollback processor runs in a transaction
-	 * (spring-kafka's does with {@code commitRecovered}) waits out the back-off inside that
-	 * transaction, which the broker aborts after the producer's
-	 * {@code transaction.timeout.ms} (and fences the producer): warn when one wait can last
-	 * that long.
+	 * A Kafka-transactional container waits out the back-off inside its open transaction,
+	 * which the broker aborts after the producer's {@code transaction.timeout.ms} (and
+	 * fences the producer): warn when one wait can last that long.
 	 */
 	private static void warnIfLongerThanTheTransaction(AbstractMessageListenerContainer<?, ?> container,
 			BackOff backOff) {
 		KafkaAwareTransactionManager<?, ?> transactions = container.getContainerProperties()
 			.getKafkaAwareTransactionManager();
-		if (transactions == null || !container.getAfterRollbackProcessor().isProcessInTransaction()
-				|| !(backOff instanceof ExponentialBackOff exponential)) {
+		if (transactions == null || !(backOff instanceof ExponentialBackOff exponential)) {
 			return;
 		}
 		Object configured = transactions.getProducerFactory()
@@ -144,9 +141,8 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 			}
 		}
 		if (exponential.getMaxInterval() >= timeout) {
-			logger.warn("Container " + container.getListenerId() + " recovers records in a Kafka transaction "
-					+ "(commitRecovered) and waits out infrastructure failures inside it: "
-					+ "idempotency.infrastructure-retry.max-interval ("
+			logger.warn("Container " + container.getListenerId() + " runs its listener in a Kafka transaction and "
+					+ "waits out infrastructure failures inside it: idempotency.infrastructure-retry.max-interval ("
 					+ exponential.getMaxInterval() + " ms) is not below the producer's transaction.timeout.ms ("
 					+ timeout + " ms), so during a long outage the broker aborts the transaction and fences the "
 					+ "producer at every wait. Set the max-interval well below the transaction timeout.");

@@ -15,7 +15,6 @@ import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.listener.ContainerProperties;
-import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.listener.KafkaMessageListenerContainer;
 import org.springframework.kafka.listener.MessageListener;
 import org.springframework.kafka.transaction.KafkaTransactionManager;
@@ -25,8 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The installer warns when the infrastructure back-off of a Kafka-transactional container
- * whose after-rollback processor runs in a transaction ({@code commitRecovered}) can
- * outlast the producer's transaction timeout: the wait runs inside that transaction,
+ * can outlast the producer's transaction timeout: the wait runs inside the transaction,
  * which the broker would abort.
  */
 @ExtendWith(OutputCaptureExtension.class)
@@ -49,10 +47,6 @@ class InfrastructureRetryInstallerUnitTests {
 	@Test
 	void staysQuietWhenTheBackOffEndsWellWithinTheTransactionTimeout(CapturedOutput output) {
 		install(container("tx-timeout-fine", Map.of()), 30_000);
-		// without commitRecovered the after-rollback processor waits outside any transaction
-		KafkaMessageListenerContainer<String, String> outside = container("tx-timeout-outside", Map.of());
-		outside.setAfterRollbackProcessor(new DefaultAfterRollbackProcessor<>());
-		install(outside, 120_000);
 		install(new KafkaMessageListenerContainer<>(new DefaultKafkaConsumerFactory<>(Map.of()), properties(null)),
 				120_000);
 		assertThat(output).doesNotContain("transaction.timeout.ms");
@@ -78,9 +72,6 @@ class InfrastructureRetryInstallerUnitTests {
 		KafkaMessageListenerContainer<String, String> container = new KafkaMessageListenerContainer<>(
 				new DefaultKafkaConsumerFactory<>(Map.of()), properties(new KafkaTransactionManager<>(producers)));
 		container.setBeanName(id);
-		DefaultAfterRollbackProcessor<String, String> recovering = new DefaultAfterRollbackProcessor<>();
-		recovering.setCommitRecovered(true);
-		container.setAfterRollbackProcessor(recovering);
 		return container;
 	}
 
