@@ -257,12 +257,16 @@ public final class OutboxRelay implements SmartLifecycle {
 		catch (Error ex) {
 			// not a failure of a cycle (those are caught above): the thread ends, and the
 			// relay must not look alive while it publishes nothing
-			this.running = false;
 			logger.error("The outbox relay stopped on an error; no event is published until it is started again", ex);
 			try {
-				// its claims, so that other instances need not wait for their leases; the
-				// producer is closed first, so that no send of the batch it was in the middle
-				// of reaches the broker after another instance sent later events of its keys
+				// its claims, so that other instances need not wait for their leases: once
+				// the batch claimed ahead (never sent) has its claim, and once the producer is
+				// closed, so that no send of the batch it was in the middle of reaches the
+				// broker after another instance sent later events of its keys
+				if (ahead != null) {
+					ahead.awaitQuietly();
+					ahead = null;
+				}
 				if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 					producers.reset();
 				}
@@ -271,6 +275,11 @@ public final class OutboxRelay implements SmartLifecycle {
 			catch (RuntimeException releaseFailure) {
 				logger.warn("Could not release the outbox relay's leases; they expire after " + this.settings.lease()
 						+ ": " + releaseFailure);
+			}
+			finally {
+				// only now: a start() meanwhile would have run a new loop whose claims the
+				// release above would give back under it
+				this.running = false;
 			}
 		}
 		finally {
