@@ -1,5 +1,6 @@
 package dev.idempotency.streams;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -27,6 +28,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private static final int PURGE_BATCH = 10_000;
 
+	// how often the slices of a purge under way run (wall clock)
+	static final Duration PURGE_SLICE_INTERVAL = Duration.ofMillis(100);
+
 	private final Deduplication.Settings<K, V> settings;
 
 	private final DeduplicationMeters meters;
@@ -36,6 +40,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private @Nullable KeyValueStore<String, Long> store;
 
 	private TaskFilters.@Nullable Shared filter;
+
+	// the purge under way, read in slices: the key the next slice starts from
+	private @Nullable String purgeFrom;
+
+	private boolean purging;
 
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
 		this.settings = settings;
@@ -50,7 +59,14 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (filters != null) {
 			this.filter = filters.acquire(context.taskId(), this::rebuildFilter);
 		}
-		context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
+		if (this.filter != null) {
+			// the filter is rebuilt in the purge's scan: the whole store at once
+			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
+		}
+		else {
+			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> startPurge());
+			context.schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME, (now) -> purgeSlice());
+		}
 	}
 
 	@Override
@@ -188,6 +204,63 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		store().put(key, timestamp);
 		if (this.filter != null) {
 			this.filter.current.put(key);
+		}
+	}
+
+	/**
+	 * Start a purge, unless one is under way: its slices, one every
+	 * {@link #PURGE_SLICE_INTERVAL}, each read a bounded number of keys, so that the stream
+	 * thread never stops for a scan of the whole store (about 0.3 µs a key).
+	 */
+	private void startPurge() {
+		if (!this.purging) {
+			this.purging = true;
+			this.purgeFrom = null;
+		}
+		purgeSlice();
+	}
+
+	/**
+	 * Read the next slice of the purge under way and delete its keys that fell out of the
+	 * window plus the grace period of stream time.
+	 */
+	private void purgeSlice() {
+		if (!this.purging) {
+			return;
+		}
+		long streamTime = context().currentStreamTimeMs();
+		if (streamTime < 0) {
+			this.purging = false;
+			return;
+		}
+		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		List<String> expired = new ArrayList<>();
+		String from = this.purgeFrom;
+		int read = 0;
+		boolean done;
+		// from the key the slice before ended on (read again: the range includes it)
+		try (KeyValueIterator<String, Long> keys = (from != null) ? store().range(from, null) : store().all()) {
+			while (keys.hasNext() && read < this.settings.purgeSliceKeys()) {
+				KeyValue<String, Long> entry = keys.next();
+				read++;
+				if (entry.value < cutoff) {
+					expired.add(entry.key);
+				}
+				from = entry.key;
+			}
+			done = !keys.hasNext();
+		}
+		for (String key : expired) {
+			store().delete(key);
+		}
+		this.purgeFrom = from;
+		if (done) {
+			this.purging = false;
+			this.purgeFrom = null;
+		}
+		if (!expired.isEmpty() && logger.isDebugEnabled()) {
+			logger.debug("Purged " + expired.size() + " keys older than " + cutoff + " from "
+					+ this.settings.storeName() + (done ? "" : ", more to read"));
 		}
 	}
 

@@ -52,6 +52,10 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	private static final Pattern LEGAL_NAME = Pattern.compile("[a-zA-Z0-9._-]+");
 
+	// a slice of a purge reads this many keys of the store: a few milliseconds of the
+	// stream thread (about 0.3 µs a key)
+	static final int DEFAULT_PURGE_SLICE_KEYS = 20_000;
+
 	private final Settings<K, V> settings;
 
 	private final StoreBuilder<KeyValueStore<String, Long>> storeBuilder;
@@ -109,6 +113,8 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		private Duration grace = Duration.ofMinutes(1);
 
 		private Duration purgeInterval = Duration.ofMinutes(1);
+
+		private int purgeSliceKeys = DEFAULT_PURGE_SLICE_KEYS;
 
 		private LateRecordPolicy latePolicy = LateRecordPolicy.FORWARD;
 
@@ -254,8 +260,22 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 				.withLoggingEnabled(Map.of());
 			Settings<K, V> settings = new Settings<>(this.name, storeName, this.keyExtractor, this.window.toMillis(),
 					this.grace.toMillis(), this.purgeInterval, this.latePolicy, this.missingKeyPolicy,
-					this.meterRegistry, this.bloomPreCheck, (this.bloomPreCheck != null) ? new TaskFilters() : null);
+					this.meterRegistry, this.bloomPreCheck, (this.bloomPreCheck != null) ? new TaskFilters() : null,
+					this.purgeSliceKeys);
 			return new Deduplication<>(settings, storeBuilder);
+		}
+
+		/**
+		 * How many keys of the store one slice of a purge reads (for tests).
+		 * @param keys the number of keys, at least 2
+		 * @return this builder
+		 */
+		Builder<K, V> purgeSliceKeys(int keys) {
+			if (keys < 2) {
+				throw new IllegalArgumentException("purgeSliceKeys must be at least 2, was " + keys);
+			}
+			this.purgeSliceKeys = keys;
+			return this;
 		}
 
 		private static Duration positive(Duration value, String name) {
@@ -284,7 +304,8 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	record Settings<K, V>(String name, String storeName, IdempotencyKeyExtractor<K, V> keyExtractor, long windowMs,
 			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, MissingKeyPolicy missingKeyPolicy,
-			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters) {
+			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters,
+			int purgeSliceKeys) {
 	}
 
 }

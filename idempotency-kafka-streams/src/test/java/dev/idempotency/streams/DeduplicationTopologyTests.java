@@ -102,6 +102,34 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * A purge reads the store in slices, one every {@code PURGE_SLICE_INTERVAL}, so that
+	 * the stream thread never stops for a scan of the whole store: every expired key is
+	 * deleted over the slices, and the keys within the window stay.
+	 */
+	@Test
+	void purgesTheStoreInSlicesUntilEveryExpiredKeyIsGone() {
+		start((builder) -> builder.purgeSliceKeys(2));
+		List<String> old = List.of("a", "b", "c", "d", "e", "f");
+		for (String key : old) {
+			send("k-" + key, "old " + key, key, T0);
+		}
+		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(200)));
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		// the first slice read two keys: the others wait for the next slices
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).hasSize(4);
+		for (int slice = 0; slice < 4; slice++) {
+			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).isEmpty();
+		assertThat(store.get("g")).isEqualTo(T0.plus(Duration.ofMinutes(200)).toEpochMilli());
+		send("k-a", "a again", "a", T0.plus(Duration.ofMinutes(201)));
+		send("k-g", "copy", "g", T0.plus(Duration.ofMinutes(201)));
+		assertThat(values()).containsExactly("old a", "old b", "old c", "old d", "old e", "old f",
+				"moves stream time", "a again");
+	}
+
+	/**
 	 * One {@code Deduplication} applied to two streams (to drop copies across two topics)
 	 * gives each task two processors on one store: they must share what the pre-check
 	 * knows, also after one of them purged the store and rebuilt the filter.
