@@ -174,7 +174,9 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		}
 
 		/**
-		 * Set how often (wall-clock time) expired keys are purged from the store.
+		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
+		 * store in slices, one every 100 ms, so that the stream thread is never held for
+		 * long; the next starts once it is done.
 		 * @param purgeInterval the interval, positive
 		 * @return this builder
 		 */
