@@ -9,6 +9,7 @@ import java.util.Objects;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
@@ -46,6 +47,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private boolean purging;
 
+	private @Nullable Cancellable slices;
+
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
 		this.settings = settings;
 		this.meters = new DeduplicationMeters(settings.meterRegistry(), settings.name());
@@ -59,13 +62,16 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (filters != null) {
 			this.filter = filters.acquire(context.taskId(), this::rebuildFilter);
 		}
-		if (this.filter != null) {
-			// the filter is rebuilt in the purge's scan: the whole store at once
+		// init() runs again on the same instance when Kafka Streams revives a task
+		stopSlices();
+		if (this.filter != null || !store().persistent()) {
+			// the filter is rebuilt in the purge's scan, and an in-memory store copies the
+			// keys from where an iterator starts to the end when it opens one: the whole
+			// store at once
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
 		}
 		else {
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> startPurge());
-			context.schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME, (now) -> purgeSlice());
 		}
 	}
 
@@ -110,6 +116,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	@Override
 	public void close() {
+		stopSlices();
 		TaskFilters filters = this.settings.taskFilters();
 		if (filters != null && this.filter != null) {
 			filters.release(context().taskId());
@@ -216,8 +223,20 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (!this.purging) {
 			this.purging = true;
 			this.purgeFrom = null;
+			// only while a purge is under way: a punctuation makes the task commit
+			this.slices = context().schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME,
+					(now) -> purgeSlice());
 		}
 		purgeSlice();
+	}
+
+	private void stopSlices() {
+		this.purging = false;
+		this.purgeFrom = null;
+		if (this.slices != null) {
+			this.slices.cancel();
+			this.slices = null;
+		}
 	}
 
 	/**
@@ -230,7 +249,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		long streamTime = context().currentStreamTimeMs();
 		if (streamTime < 0) {
-			this.purging = false;
+			stopSlices();
 			return;
 		}
 		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
@@ -255,8 +274,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		this.purgeFrom = from;
 		if (done) {
-			this.purging = false;
-			this.purgeFrom = null;
+			stopSlices();
 		}
 		if (!expired.isEmpty() && logger.isDebugEnabled()) {
 			logger.debug("Purged " + expired.size() + " keys older than " + cutoff + " from "
