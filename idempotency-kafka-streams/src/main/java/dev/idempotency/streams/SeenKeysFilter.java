@@ -6,7 +6,10 @@ package dev.idempotency.streams;
  * 64-byte cache line), so an answer costs one hash of the key and one cache miss at
  * most, where a classic Bloom filter touches a line per bit (Guava's, measured here first,
  * cost the stream thread about as much as the store lookup it saved). A blocked filter
- * needs a fifth to a third more bits for the same false-positive rate; they are added.
+ * needs more bits than a classic one for the same false-positive rate, because the keys
+ * fall unevenly on the blocks: it is sized by its own rate, the rate of a block holding
+ * j keys weighted by the Poisson chance that a block holds j keys, so that a full filter
+ * answers "maybe" for an absent key at most at the rate it was sized for.
  * <p>
  * Not thread-safe: one filter belongs to one task.
  */
@@ -16,10 +19,13 @@ final class SeenKeysFilter {
 
 	private static final int WORDS_PER_BLOCK = BLOCK_BITS / Long.SIZE;
 
-	// the extra bits a blocked filter needs for the false-positive rate of a classic one,
-	// per bit set by a key: the more bits a key sets in its block, the more the uneven
-	// load of the blocks costs (measured: 1 % and 0.1 % met with about 20 % and 30 % more)
-	private static final double BLOCKED_OVERHEAD_PER_BIT = 0.03;
+	// A key's bits in its block: 9 bits of hash each, 7 from every 64-bit hash (the key's
+	// own, then mixes of it), so that the bits of a key are independent. An arithmetic walk
+	// (position += step) left a few patterns of bits per block, keys that share many bits,
+	// and a filter at up to twice the rate it was sized for.
+	private static final int BITS_PER_HASH = Long.SIZE / 9;
+
+	private static final long MORE_BITS = 0xC2B2AE3D27D4EB4FL;
 
 	private static final int MAX_BLOCKS = Integer.MAX_VALUE / WORDS_PER_BLOCK;
 
@@ -30,26 +36,60 @@ final class SeenKeysFilter {
 	private final int bitsSetPerKey;
 
 	SeenKeysFilter(long expectedKeys, double falsePositiveRate) {
-		// the optimal sizes of a classic Bloom filter: m/n = -ln(p) / ln(2)^2, k = m/n * ln(2)
+		// k of a classic Bloom filter: m/n = -ln(p) / ln(2)^2, k = m/n * ln(2)
 		double bitsPerKeyOptimal = -Math.log(falsePositiveRate) / (Math.log(2) * Math.log(2));
 		this.bitsSetPerKey = (int) Math.max(1, Math.min(16, Math.round(bitsPerKeyOptimal * Math.log(2))));
-		double bits = Math.max(1, expectedKeys) * bitsPerKeyOptimal
-				* (1 + BLOCKED_OVERHEAD_PER_BIT * this.bitsSetPerKey);
-		this.blocks = (int) Math.max(1, Math.min(MAX_BLOCKS, Math.ceil(bits / BLOCK_BITS)));
+		long keys = Math.max(1, expectedKeys);
+		// start from the classic size, then grow until the blocked rate is met
+		long blocks = Math.max(1, (long) Math.ceil(keys * bitsPerKeyOptimal / BLOCK_BITS));
+		while (blocks < MAX_BLOCKS && falsePositiveRate(keys, blocks, this.bitsSetPerKey) > falsePositiveRate) {
+			blocks = Math.min(MAX_BLOCKS, blocks + Math.max(1, blocks / 64));
+		}
+		this.blocks = (int) blocks;
 		this.words = new long[this.blocks * WORDS_PER_BLOCK];
+	}
+
+	/**
+	 * Return the false-positive rate of a full filter: a block holds j keys with the
+	 * Poisson probability of mean keys / blocks, and a block that holds j keys, each
+	 * setting k bits of its 512 drawn independently, answers "maybe" for an absent key
+	 * with probability (1 - (1 - 1/512)^(kj))^k.
+	 */
+	static double falsePositiveRate(long keys, long blocks, int bitsSetPerKey) {
+		double mean = (double) keys / blocks;
+		double unset = Math.pow(1 - 1.0 / BLOCK_BITS, bitsSetPerKey);
+		int last = (int) Math.ceil(mean + 12 * Math.sqrt(mean) + 12);
+		double rate = 0;
+		double probability = Math.exp(-mean); // P(j = 0)
+		for (int j = 0; j <= last; j++) {
+			if (j > 0) {
+				probability *= mean / j;
+			}
+			rate += probability * Math.pow(1 - Math.pow(unset, j), bitsSetPerKey);
+		}
+		return rate;
+	}
+
+	/**
+	 * Return the false-positive rate of this filter once it holds the given number of keys.
+	 */
+	double falsePositiveRate(long keys) {
+		return falsePositiveRate(keys, this.blocks, this.bitsSetPerKey);
 	}
 
 	boolean mightContain(String key) {
 		long hash = hash(key);
 		int block = block(hash);
-		int position = (int) hash;
-		int step = (int) (hash >>> 32) | 1;
+		long bits = hash;
 		for (int i = 0; i < this.bitsSetPerKey; i++) {
-			int bit = position & (BLOCK_BITS - 1);
+			if (i > 0 && i % BITS_PER_HASH == 0) {
+				bits = mix(hash + MORE_BITS * i);
+			}
+			int bit = (int) bits & (BLOCK_BITS - 1);
 			if ((this.words[block + (bit >>> 6)] & (1L << bit)) == 0) {
 				return false;
 			}
-			position += step;
+			bits >>>= 9;
 		}
 		return true;
 	}
@@ -62,16 +102,18 @@ final class SeenKeysFilter {
 	boolean put(String key) {
 		long hash = hash(key);
 		int block = block(hash);
-		int position = (int) hash;
-		int step = (int) (hash >>> 32) | 1;
+		long bits = hash;
 		boolean held = true;
 		for (int i = 0; i < this.bitsSetPerKey; i++) {
-			int bit = position & (BLOCK_BITS - 1);
+			if (i > 0 && i % BITS_PER_HASH == 0) {
+				bits = mix(hash + MORE_BITS * i);
+			}
+			int bit = (int) bits & (BLOCK_BITS - 1);
 			int word = block + (bit >>> 6);
 			long mask = 1L << bit;
 			held &= (this.words[word] & mask) != 0;
 			this.words[word] |= mask;
-			position += step;
+			bits >>>= 9;
 		}
 		return held;
 	}
