@@ -53,7 +53,8 @@ public final class BenchmarkScenario {
 		String run = scenario.name().toLowerCase().replace('_', '-') + "-" + UUID.randomUUID().toString().substring(0, 8);
 		String topic = "bench-" + run;
 		String group = "bench-" + run;
-		createTopic(infrastructure.getProperty("kafka"), topic);
+		int partitions = scenario.growingTable ? 3 : 1;
+		createTopic(infrastructure.getProperty("kafka"), topic, partitions);
 		try (ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
 			.web(WebApplicationType.NONE)
 			.properties("spring.main.banner-mode=off", "logging.level.root=WARN",
@@ -68,20 +69,27 @@ public final class BenchmarkScenario {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			List<String> keys = new ArrayList<>(messages);
 			for (int i = 0; i < messages; i++) {
-				keys.add(run + "-" + i);
+				keys.add(scenario.growingTable ? UUID.randomUUID().toString() : run + "-" + i);
+			}
+			if (scenario.growingTable) {
+				// as after a deployment on an empty table: no statistics of the rows to come
+				jdbc.execute("TRUNCATE processed_messages");
 			}
 			if (scenario.duplicates) {
 				markProcessed(jdbc, context.getBean(StringRedisTemplate.class), group, keys, scenario.cache);
 			}
-			produce(infrastructure.getProperty("kafka"), topic, keys);
+			produce(infrastructure.getProperty("kafka"), topic, partitions, keys);
 			Progress progress = context.getBean(Progress.class);
 			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("bench").start();
 			if (!progress.await(600)) {
 				throw new IllegalStateException("Scenario " + scenario + " consumed only " + progress.done() + " of "
 						+ messages + " messages in 10 minutes");
 			}
-			Integer effects = jdbc.queryForObject("SELECT count(*) FROM bench_effects WHERE message_key LIKE ?",
-					Integer.class, run + "-%");
+			Integer effects = scenario.growingTable
+					? jdbc.queryForObject("SELECT count(*) FROM bench_effects WHERE message_key = ANY(?)", Integer.class,
+							(Object) keys.toArray(String[]::new))
+					: jdbc.queryForObject("SELECT count(*) FROM bench_effects WHERE message_key LIKE ?", Integer.class,
+							run + "-%");
 			int expectedEffects = scenario.duplicates ? 0 : messages;
 			if (effects == null || effects != expectedEffects) {
 				throw new IllegalStateException("Scenario " + scenario + " wrote " + effects + " business rows, expected "
@@ -101,7 +109,8 @@ public final class BenchmarkScenario {
 		StringBuilder line = new StringBuilder("RESULT scenario=").append(scenario.name())
 			.append(" messages=")
 			.append(messages)
-			.append(String.format(" rate=%.0f steady=%.0f", progress.rate(), progress.steadyRate()));
+			.append(String.format(" rate=%.0f first=%.0f steady=%.0f", progress.rate(), progress.firstHalfRate(),
+					progress.steadyRate()));
 		Timer claim = registry.find("idempotency.claim").timer();
 		if (claim != null && claim.count() > 0) {
 			double perClaim = (double) messages / claim.count();
@@ -131,7 +140,7 @@ public final class BenchmarkScenario {
 		}
 	}
 
-	private static void produce(String bootstrap, String topic, List<String> keys) {
+	private static void produce(String bootstrap, String topic, int partitions, List<String> keys) {
 		Properties properties = new Properties();
 		properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
 		properties.put(ProducerConfig.LINGER_MS_CONFIG, 10);
@@ -139,8 +148,9 @@ public final class BenchmarkScenario {
 		String filler = "x".repeat(160);
 		try (KafkaProducer<String, String> producer = new KafkaProducer<>(properties, new StringSerializer(),
 				new StringSerializer())) {
-			for (String key : keys) {
-				ProducerRecord<String, String> record = new ProducerRecord<>(topic, 0, null,
+			for (int i = 0; i < keys.size(); i++) {
+				String key = keys.get(i);
+				ProducerRecord<String, String> record = new ProducerRecord<>(topic, i % partitions, null,
 						"{\"payment\":\"" + key + "\",\"filler\":\"" + filler + "\"}");
 				record.headers().add(KEY_HEADER, key.getBytes(StandardCharsets.UTF_8));
 				producer.send(record);
@@ -149,11 +159,11 @@ public final class BenchmarkScenario {
 		}
 	}
 
-	private static void createTopic(String bootstrap, String topic) throws Exception {
+	private static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
 		Properties properties = new Properties();
 		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
 		try (Admin admin = Admin.create(properties)) {
-			admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+			admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
 		}
 	}
 

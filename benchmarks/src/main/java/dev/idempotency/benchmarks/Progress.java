@@ -90,6 +90,11 @@ final class Progress implements RecordInterceptor<Object, Object>, BatchIntercep
 		return this.expected / ((this.last - this.first) / 1e9);
 	}
 
+	/** Messages per second over the first half of the run. */
+	double firstHalfRate() {
+		return (this.expected / 2) / ((this.half - this.first) / 1e9);
+	}
+
 	/** Messages per second over the second half of the run, after JIT warm-up. */
 	double steadyRate() {
 		return (this.expected - this.expected / 2) / ((this.last - this.half) / 1e9);

@@ -24,7 +24,17 @@ enum Scenario {
 
 	F("@Idempotent batch listener, all duplicates, Redis cache", Listener.BATCH_IDEMPOTENT, true, true),
 
-	F_NO_CACHE("@Idempotent batch listener, all duplicates, no cache", Listener.BATCH_IDEMPOTENT, true, false);
+	F_NO_CACHE("@Idempotent batch listener, all duplicates, no cache", Listener.BATCH_IDEMPOTENT, true, false),
+
+	G("baseline record listener, @Transactional, 3 partitions, random UUID keys", Listener.RECORD_PLAIN, false, false,
+			true),
+
+	G_NEW("@Idempotent record listener, all new, no cache, processed_messages truncated before (no ANALYZE), "
+			+ "3 partitions, random UUID keys", Listener.RECORD_IDEMPOTENT, false, false, true),
+
+	G_DUP("@Idempotent record listener, all duplicates, no cache, processed_messages truncated before and "
+			+ "filled with the keys (no ANALYZE), 3 partitions, random UUID keys", Listener.RECORD_IDEMPOTENT, true,
+			false, true);
 
 	final String description;
 
@@ -34,11 +44,20 @@ enum Scenario {
 
 	final boolean cache;
 
+	// a new consumer group on a table emptied just before: the keys are random, the topic
+	// has three partitions, and the table grows through the run without fresh statistics
+	final boolean growingTable;
+
 	Scenario(String description, Listener listener, boolean duplicates, boolean cache) {
+		this(description, listener, duplicates, cache, false);
+	}
+
+	Scenario(String description, Listener listener, boolean duplicates, boolean cache, boolean growingTable) {
 		this.description = description;
 		this.listener = listener;
 		this.duplicates = duplicates;
 		this.cache = cache;
+		this.growingTable = growingTable;
 	}
 
 	boolean batch() {

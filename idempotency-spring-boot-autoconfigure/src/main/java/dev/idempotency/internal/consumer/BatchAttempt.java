@@ -74,7 +74,7 @@ final class BatchAttempt {
 		this.acknowledgment = DeferredAcknowledgment.replace(this.method, arguments,
 				(index) -> this.containerIndexes.applyAsInt(position(index)));
 		this.invocation.setArguments(arguments);
-		return IdempotentListenerInterceptor.proceed(this.invocation);
+		return ListenerInvocations.proceed(this.invocation);
 	}
 
 	/** The position in the records of the record at an index of the list the listener received. */

@@ -129,7 +129,7 @@ final class BatchInvoker {
 		}
 		catch (RuntimeException | Error ex) {
 			// the listener's own exception, also when the rollback after it failed
-			Throwable failure = IdempotentListenerInterceptor.original(ex);
+			Throwable failure = ListenerInvocations.original(ex);
 			if (failure instanceof BatchListenerFailedException batchFailure) {
 				if (!this.store.joinsTransaction()
 						&& this.transactions == TransactionOperations.withoutTransaction()) {
@@ -192,7 +192,7 @@ final class BatchInvoker {
 		}
 		if (result == NOTHING_NEW) {
 			if (!prefixOfFailedBatch) {
-				IdempotentListenerInterceptor.acknowledge(method, arguments);
+				method.acknowledgeSkipped(arguments);
 			}
 			return null;
 		}

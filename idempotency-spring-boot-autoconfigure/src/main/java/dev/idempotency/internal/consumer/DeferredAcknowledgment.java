@@ -5,8 +5,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntUnaryOperator;
 
+import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.kafka.support.Acknowledgment;
 
 /**
@@ -199,6 +201,25 @@ final class DeferredAcknowledgment implements Acknowledgment {
 		DeferredAcknowledgment deferred = (deliveredIndex != null) ? ofBatch(acknowledgment, deliveredIndex)
 				: ofRecord(acknowledgment);
 		method.replaceAcknowledgment(arguments, deferred);
+		return deferred;
+	}
+
+	/**
+	 * Give a record listener an acknowledgment that passes its calls on after the
+	 * transaction.
+	 * @param invocation the invocation, whose arguments are replaced
+	 * @param method the listener method
+	 * @return the deferred acknowledgment, or {@code null} when the method takes none
+	 */
+	static @Nullable DeferredAcknowledgment defer(MethodInvocation invocation, ListenerMethod method) {
+		if (!method.takesAcknowledgment()) {
+			return null;
+		}
+		@Nullable Object[] arguments = invocation.getArguments().clone();
+		DeferredAcknowledgment deferred = replace(method, arguments, null);
+		if (deferred != null) {
+			((ProxyMethodInvocation) invocation).setArguments(arguments);
+		}
 		return deferred;
 	}
 

@@ -46,7 +46,7 @@ final class FingerprintMismatches {
 					text + " (idempotency.lease.fingerprint-mismatch=reject)");
 		}
 		logger.warn(text + "; skipped (idempotency.lease.fingerprint-mismatch=warn)");
-		IdempotentListenerInterceptor.acknowledge(method, arguments);
+		method.acknowledgeSkipped(arguments);
 		return null;
 	}
 

@@ -109,8 +109,7 @@ public final class LeaseInvoker {
 			logger.warn("Took over the expired lease of " + describe(message) + " in " + method.name()
 					+ " with fencing token " + token + "; its previous holder stalled or died");
 		}
-		DeferredAcknowledgment acknowledgment = IdempotentListenerInterceptor.deferAcknowledgment(invocation,
-				method);
+		DeferredAcknowledgment acknowledgment = DeferredAcknowledgment.defer(invocation, method);
 		Object result;
 		Object previous = IdempotencyContext.bind(message.key(), token);
 		try {
@@ -302,7 +301,7 @@ public final class LeaseInvoker {
 		if (logger.isDebugEnabled()) {
 			logger.debug("Skipped duplicate " + describe(message) + " for " + method.name() + " (store)");
 		}
-		IdempotentListenerInterceptor.acknowledge(method, arguments);
+		method.acknowledgeSkipped(arguments);
 		if (options.storeResult() && claim.result() != null) {
 			return Objects.requireNonNull(this.results, "no StoredResultCodec")
 				.read(claim.result(), options.resultType());

@@ -310,6 +310,19 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	}
 
 	/**
+	 * Acknowledge a record or batch the listener was not invoked for: with manual
+	 * acknowledgment the listener would have acknowledged it, and the offset would
+	 * otherwise never be committed.
+	 * @param arguments the invocation arguments
+	 */
+	void acknowledgeSkipped(@Nullable Object[] arguments) {
+		Acknowledgment acknowledgment = acknowledgment(arguments);
+		if (acknowledgment != null) {
+			acknowledgment.acknowledge();
+		}
+	}
+
+	/**
 	 * Return whether the listener can reach the container's acknowledgment through one of
 	 * its arguments.
 	 * @return {@code true} if it takes an {@link Acknowledgment} or a carrier of the header

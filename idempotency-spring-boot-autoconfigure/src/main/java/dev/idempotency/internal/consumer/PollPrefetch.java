@@ -44,6 +44,15 @@ final class PollPrefetch {
 
 	static void bind(ConsumerRecords<?, ?> records) {
 		CURRENT.set(new PollPrefetch(records));
+		PollLookupGate.current().polled(records);
+	}
+
+	/**
+	 * Note that a claim found a duplicate that no lookup had found: later polls are
+	 * looked up again.
+	 */
+	static void duplicateClaimed() {
+		PollLookupGate.current().duplicateClaimed();
 	}
 
 	/**
@@ -57,11 +66,29 @@ final class PollPrefetch {
 
 	/**
 	 * Return whether the store holds the record's key, from one lookup of the whole poll.
-	 * A poll of one record is not looked up: its claim answers as fast.
+	 * A poll of one record is not looked up: its claim answers as fast. Nor is a poll
+	 * while the {@link PollLookupGate} is closed: recent polls found nothing.
 	 */
 	static boolean isProcessed(JdbcProcessedKeyLookup store, IdempotencyKeyResolver resolver, ListenerMethod method,
 			ConsumerRecord<?, ?> record, String scope, String key) {
-		return isProcessed(store::areProcessed, (s, k) -> false, resolver, method, record, scope, key);
+		PollLookupGate gate = PollLookupGate.current();
+		return isProcessed((s, keys) -> {
+			if (!gate.isOpen()) {
+				return new boolean[keys.size()];
+			}
+			boolean[] processed = store.areProcessed(s, keys);
+			gate.lookedUp(anyTrue(processed));
+			return processed;
+		}, (s, k) -> false, resolver, method, record, scope, key);
+	}
+
+	private static boolean anyTrue(boolean[] values) {
+		for (boolean value : values) {
+			if (value) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private static boolean isProcessed(BiFunction<String, List<String>, boolean[]> lookupAll,

@@ -23,9 +23,14 @@ public final class JdbcProcessedKeyLookup {
 
 	// Only completed keys: a lease-mode claim in progress or failed is not a processed
 	// message (a NULL status is a transactional claim, which exists only once committed).
+	// One probe of the primary key per key, whatever the table's statistics say: the
+	// lateral subquery can only be run once per key, with both columns of the key as its
+	// index condition. "idempotency_key = ANY(?)" let a planner with stale statistics (a
+	// table that grew since its last ANALYZE) scan the group's rows and filter each one.
 	private static final String LOOKUP = """
-			SELECT idempotency_key FROM %s WHERE consumer_group = ? AND idempotency_key = ANY(?)
-			AND (status IS NULL OR status = 'COMPLETED')
+			SELECT k.key FROM unnest(?::text[]) AS k(key)
+			CROSS JOIN LATERAL (SELECT 1 FROM %s p WHERE p.consumer_group = ? AND p.idempotency_key = k.key
+			AND (p.status IS NULL OR p.status = 'COMPLETED') LIMIT 1) AS found
 			""";
 
 	private final JdbcTemplate jdbc;
@@ -42,6 +47,10 @@ public final class JdbcProcessedKeyLookup {
 		this.lookupSql = LOOKUP.formatted(table.qualified());
 	}
 
+	String sql() {
+		return this.lookupSql;
+	}
+
 	/**
 	 * Look up the keys of a poll.
 	 * @param scope the scope
@@ -55,8 +64,8 @@ public final class JdbcProcessedKeyLookup {
 		try {
 			this.jdbc.query((connection) -> {
 				PreparedStatement statement = connection.prepareStatement(this.lookupSql);
-				statement.setString(1, scope);
-				statement.setArray(2, connection.createArrayOf("text", keys.toArray()));
+				statement.setArray(1, connection.createArrayOf("text", keys.toArray()));
+				statement.setString(2, scope);
 				return statement;
 			}, (row) -> {
 				found.add(row.getString(1));
