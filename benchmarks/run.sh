@@ -4,6 +4,10 @@
 # Scenarios: A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
 # same with idempotency.outbox.claim-ahead=true).
+# G, G_NEW and G_DUP (not in the default set) are a new consumer group on an emptied processed_messages table:
+# 3 partitions, random UUID keys, no ANALYZE while the table grows; 50,000 messages each (BENCH_GROWING_MESSAGES).
+# BENCH_BEFORE=<git revision> also runs every scenario on the starter as it was at that revision, interleaved
+# with this one (A A' B B' ...), and reports both, so that a change is measured before and after in one run.
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
 # server processes inherit the pinning).
@@ -21,6 +25,21 @@ scenarios=("$@")
 classpath="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 work=benchmarks/target/run-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$work"
+variants=(after)
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  # the starter's classes at that revision, in place of this tree's, on the same classpath
+  before="$PWD/benchmarks/target/before-$(git rev-parse --short "$BENCH_BEFORE")"
+  if [ ! -d "$before/classes" ]; then
+    rm -rf "$before" && git worktree add -f --detach "$before/tree" "$BENCH_BEFORE" >/dev/null
+    (cd "$before/tree" && ./mvnw -q -B -o -DskipTests -pl idempotency-spring-boot-autoconfigure package \
+      || ./mvnw -q -B -DskipTests -pl idempotency-spring-boot-autoconfigure package)
+    cp -r "$before/tree/idempotency-spring-boot-autoconfigure/target/classes" "$before/classes"
+    git worktree remove --force "$before/tree"
+  fi
+  classpath_before="benchmarks/target/classes:$before/classes:$(tr ':' '\n' < benchmarks/target/classpath.txt \
+    | grep -v 'idempotency-spring-boot-autoconfigure' | paste -sd:)"
+  variants=(after before)
+fi
 
 pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
@@ -42,19 +61,28 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
-    case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; *) messages=$record_messages ;; esac
+    case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; G|G_NEW|G_DUP) messages=${BENCH_GROWING_MESSAGES:-50000} ;;
+      *) messages=$record_messages ;; esac
     if [ "$scenario" = OUTBOX ] || [ "$scenario" = OUTBOX_AHEAD ]; then
       main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages" "$scenario")
     else
       main=dev.idempotency.benchmarks.BenchmarkScenario; arguments=("$scenario" "$work/infrastructure.properties" "$messages")
     fi
-    # shellcheck disable=SC2086
-    line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" "$main" "${arguments[@]}" \
-      2>>"$work/scenarios.log" | grep '^RESULT' || true)
-    [ -n "$line" ] || { echo "scenario $scenario failed; see $work/scenarios.log"; exit 1; }
-    echo "round $round: $line"
-    echo "$line" >> "$work/results.txt"
+    for variant in "${variants[@]}"; do
+      if [ "$variant" = before ]; then cp="$classpath_before"; results="$work/results-before.txt"
+      else cp="$classpath"; results="$work/results.txt"; fi
+      # shellcheck disable=SC2086
+      line=$(pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$cp" "$main" "${arguments[@]}" \
+        2>>"$work/scenarios.log" | grep '^RESULT' || true)
+      [ -n "$line" ] || { echo "scenario $scenario ($variant) failed; see $work/scenarios.log"; exit 1; }
+      echo "round $round ($variant): $line"
+      echo "$line" >> "$results"
+    done
   done
 done
 
 java -cp "$classpath" dev.idempotency.benchmarks.BenchmarkReport "$work/results.txt" | tee "$work/report.md"
+if [ -f "$work/results-before.txt" ]; then
+  echo; echo "Before ($BENCH_BEFORE), same run:"
+  java -cp "$classpath" dev.idempotency.benchmarks.BenchmarkReport "$work/results-before.txt" | tee "$work/report-before.md"
+fi
