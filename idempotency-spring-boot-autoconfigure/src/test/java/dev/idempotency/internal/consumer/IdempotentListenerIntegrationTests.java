@@ -1,6 +1,5 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -8,23 +7,20 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.KafkaHeaders;
@@ -48,27 +44,12 @@ class IdempotentListenerIntegrationTests {
 
 	private static final String ORDERS = "it-orders";
 
-	private static final String KEY_HEADER = "X-Idempotency-Key";
+	private static final String KEY_HEADER = TestApplication.KEY_HEADER;
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(PAYMENTS, 1);
-		TestInfrastructure.createTopic(FLAKY, 1);
-		TestInfrastructure.createTopic(ORDERS, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(PAYMENTS, FLAKY, ORDERS)
+		.properties(TestApplications.WITHOUT_JPA);
 
 	@Test
 	void appliesTheSameKeyOnceAndCommitsEveryOffset() {
@@ -79,8 +60,7 @@ class IdempotentListenerIntegrationTests {
 			TestKafka.send(PAYMENTS, 0, "debit:" + key + ":" + i, Map.of(KEY_HEADER, key));
 		}
 		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("ledger", partition)).isEqualTo(end));
+		awaitCommitted("ledger", partition, end);
 		assertThat(effects("ledger", key)).isEqualTo(1);
 		assertThat(processedKeys("ledger", key)).isEqualTo(1);
 		assertThat(count("ledger", "duplicate") - duplicatesBefore).isEqualTo(2.0);
@@ -93,13 +73,13 @@ class IdempotentListenerIntegrationTests {
 		TestKafka.send(PAYMENTS, 0, "debit:" + key, Map.of(KEY_HEADER, key));
 		TestKafka.send(PAYMENTS, 0, "debit:" + key, Map.of(KEY_HEADER, key));
 		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+		await().atMost(TestApplication.TIMEOUT).untilAsserted(() -> {
 			assertThat(TestKafka.committedOffset("ledger", partition)).isEqualTo(end);
 			assertThat(TestKafka.committedOffset("audit", partition)).isEqualTo(end);
 		});
 		assertThat(effects("ledger", key)).isEqualTo(1);
 		assertThat(effects("audit", key)).isEqualTo(1);
-		assertThat(jdbc.queryForList("SELECT consumer_group FROM processed_messages WHERE idempotency_key = ?",
+		assertThat(app.jdbc().queryForList("SELECT consumer_group FROM processed_messages WHERE idempotency_key = ?",
 				String.class, key))
 			.containsExactlyInAnyOrder("ledger", "audit");
 	}
@@ -112,18 +92,15 @@ class IdempotentListenerIntegrationTests {
 			TestKafka.send(PAYMENTS, 0, "debit:" + prefix + i, Map.of(KEY_HEADER, prefix + i));
 		}
 		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("ledger", partition)).isEqualTo(end));
+		awaitCommitted("ledger", partition, end);
 		// The effects committed; now lose the offsets, as a crash before the offset commit
 		// would, and let the group read the partition again from the start.
-		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
-			.getListenerContainer("ledger");
+		MessageListenerContainer container = app.container("ledger");
 		container.stop();
 		TestKafka.resetOffset("ledger", partition, 0);
 		double duplicatesBefore = count("ledger", "duplicate");
 		container.start();
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("ledger", partition)).isEqualTo(end));
+		awaitCommitted("ledger", partition, end);
 		assertThat(count("ledger", "duplicate") - duplicatesBefore).isEqualTo((double) end);
 		for (int i = 0; i < 5; i++) {
 			assertThat(effects("ledger", prefix + i)).isEqualTo(1);
@@ -133,10 +110,10 @@ class IdempotentListenerIntegrationTests {
 	@Test
 	void failedAttemptLeavesNoKeyAndTheRetryAppliesOnce() {
 		String key = UUID.randomUUID().toString();
-		Flaky flaky = context.getBean(Flaky.class);
+		Flaky flaky = app.bean(Flaky.class);
 		flaky.failOnce(key);
 		TestKafka.send(FLAKY, 0, key, Map.of(KEY_HEADER, key));
-		await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(effects("flaky", key)).isEqualTo(1));
+		await().atMost(TestApplication.TIMEOUT).untilAsserted(() -> assertThat(effects("flaky", key)).isEqualTo(1));
 		assertThat(flaky.attempts(key)).isEqualTo(2);
 		// The first attempt inserted its effect, then threw; had its claim survived, the
 		// retry would have been skipped as a duplicate and there would be no effect.
@@ -147,14 +124,13 @@ class IdempotentListenerIntegrationTests {
 	@Test
 	void recordThatAlwaysFailsLeavesNeitherKeyNorEffect() {
 		String key = UUID.randomUUID().toString();
-		Flaky flaky = context.getBean(Flaky.class);
+		Flaky flaky = app.bean(Flaky.class);
 		flaky.failAlways(key);
 		TopicPartition partition = new TopicPartition(FLAKY, 0);
 		TestKafka.send(FLAKY, 0, key, Map.of(KEY_HEADER, key));
 		long end = TestKafka.endOffset(partition);
 		// The error handler retries twice, then gives up and commits the offset.
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("flaky", partition)).isEqualTo(end));
+		awaitCommitted("flaky", partition, end);
 		assertThat(flaky.attempts(key)).isEqualTo(3);
 		assertThat(effects("flaky", key)).isZero();
 		assertThat(processedKeys("flaky", key)).isZero();
@@ -167,8 +143,7 @@ class IdempotentListenerIntegrationTests {
 		TestKafka.send(ORDERS, 0, order + ":created", Map.of());
 		TestKafka.send(ORDERS, 0, order + ":created-again", Map.of(KEY_HEADER, "ignored-" + order));
 		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("orders", partition)).isEqualTo(end));
+		awaitCommitted("orders", partition, end);
 		assertThat(effects("orders", order + ":created")).isEqualTo(1);
 		assertThat(effects("orders", order + ":created-again")).isZero();
 		assertThat(processedKeys("orders", order)).isEqualTo(1);
@@ -181,10 +156,9 @@ class IdempotentListenerIntegrationTests {
 		TestKafka.send(PAYMENTS, 0, "debit:" + key, Map.of(KEY_HEADER, key));
 		TestKafka.send(PAYMENTS, 0, "debit:" + key, Map.of(KEY_HEADER, key));
 		long end = TestKafka.endOffset(partition);
-		await().atMost(Duration.ofSeconds(30))
-			.untilAsserted(() -> assertThat(TestKafka.committedOffset("ledger", partition)).isEqualTo(end));
+		awaitCommitted("ledger", partition, end);
 		assertThat(effects("ledger", key)).isEqualTo(1);
-		String stored = jdbc.queryForObject(
+		String stored = app.jdbc().queryForObject(
 				"SELECT idempotency_key FROM processed_messages WHERE consumer_group = 'ledger' AND record_offset = ?",
 				String.class, end - 2);
 		assertThat(stored).startsWith("sha256:").hasSize(7 + 64);
@@ -196,22 +170,17 @@ class IdempotentListenerIntegrationTests {
 		TopicPartition partition = new TopicPartition(PAYMENTS, 0);
 		TestKafka.send(PAYMENTS, 0, payload, Map.of());
 		long offset = TestKafka.endOffset(partition) - 1;
-		await().atMost(Duration.ofSeconds(30))
+		await().atMost(TestApplication.TIMEOUT)
 			.untilAsserted(() -> assertThat(effects("ledger", payload.substring(6))).isEqualTo(1));
 		assertThat(processedKeys("ledger", PAYMENTS + "-0-" + offset)).isEqualTo(1);
 	}
 
 	private static int effects(String listener, String key) {
-		Integer count = jdbc.queryForObject("SELECT count(*) FROM effects WHERE listener = ? AND message_key = ?",
-				Integer.class, listener, key);
-		return (count != null) ? count : 0;
+		return app.bean(TestEffects.class).count(listener, key);
 	}
 
 	private static int processedKeys(String group, String key) {
-		Integer count = jdbc.queryForObject(
-				"SELECT count(*) FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-				Integer.class, group, key);
-		return (count != null) ? count : 0;
+		return TestEffects.processedKeys(app.jdbc(), group, key);
 	}
 
 	private static double count(String listenerGroup, String outcome) {
@@ -221,7 +190,12 @@ class IdempotentListenerIntegrationTests {
 			case "flaky" -> "Flaky.apply";
 			default -> throw new IllegalArgumentException(listenerGroup);
 		};
-		return TestMeters.count(context, "idempotency.messages", "listener", listener, "outcome", outcome);
+		return app.count("idempotency.messages", "listener", listener, "outcome", outcome);
+	}
+
+	private static void awaitCommitted(String group, TopicPartition partition, long end) {
+		await().atMost(TestApplication.TIMEOUT)
+			.untilAsserted(() -> assertThat(TestKafka.committedOffset(group, partition)).isEqualTo(end));
 	}
 
 	@SpringBootConfiguration
@@ -229,20 +203,23 @@ class IdempotentListenerIntegrationTests {
 	static class App {
 
 		@Bean
-		Ledger ledger(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS effects (id BIGSERIAL PRIMARY KEY, listener TEXT NOT NULL, "
-					+ "message_key TEXT NOT NULL)");
-			return new Ledger(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "effects");
 		}
 
 		@Bean
-		Flaky flaky(JdbcTemplate jdbc) {
-			return new Flaky(jdbc);
+		Ledger ledger(TestEffects effects) {
+			return new Ledger(effects);
 		}
 
 		@Bean
-		Orders orders(JdbcTemplate jdbc) {
-			return new Orders(jdbc);
+		Flaky flaky(TestEffects effects) {
+			return new Flaky(effects);
+		}
+
+		@Bean
+		Orders orders(TestEffects effects) {
+			return new Orders(effects);
 		}
 
 		@Bean
@@ -254,25 +231,23 @@ class IdempotentListenerIntegrationTests {
 
 	static class Ledger {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Ledger(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Ledger(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		// payload only: the record comes from the container's record interceptor
 		@KafkaListener(id = "ledger", topics = PAYMENTS, groupId = "ledger")
 		@Idempotent
 		public void debit(String payload) {
-			this.jdbc.update("INSERT INTO effects (listener, message_key) VALUES ('ledger', ?)",
-					payload.split(":")[1]);
+			this.effects.add("ledger", payload.split(":")[1]);
 		}
 
 		@KafkaListener(id = "audit", topics = PAYMENTS, groupId = "audit")
 		@Idempotent
 		public void audit(ConsumerRecord<String, String> record) {
-			this.jdbc.update("INSERT INTO effects (listener, message_key) VALUES ('audit', ?)",
-					record.value().split(":")[1]);
+			this.effects.add("audit", record.value().split(":")[1]);
 		}
 
 	}
@@ -285,10 +260,10 @@ class IdempotentListenerIntegrationTests {
 
 		final Map<String, Integer> attempts = new ConcurrentHashMap<>();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Flaky(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Flaky(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		// the bean is a proxy: the test reaches its state through methods, not fields
@@ -309,7 +284,7 @@ class IdempotentListenerIntegrationTests {
 		public void apply(Message<String> message) {
 			String key = message.getPayload();
 			this.attempts.merge(key, 1, Integer::sum);
-			this.jdbc.update("INSERT INTO effects (listener, message_key) VALUES ('flaky', ?)", key);
+			this.effects.add("flaky", key);
 			if (this.failOnce.remove(key) || this.failAlways.contains(key)) {
 				throw new IllegalStateException("Simulated failure after the effect was written");
 			}
@@ -319,17 +294,17 @@ class IdempotentListenerIntegrationTests {
 
 	static class Orders {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Orders(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Orders(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "orders", topics = ORDERS, groupId = "orders")
 		@Idempotent(key = "payload.split(':')[0]")
 		public void order(@Payload String payload, @Header(KafkaHeaders.RECEIVED_PARTITION) int partition,
 				@Header(KafkaHeaders.OFFSET) long offset) {
-			this.jdbc.update("INSERT INTO effects (listener, message_key) VALUES ('orders', ?)", payload);
+			this.effects.add("orders", payload);
 		}
 
 	}
