@@ -57,9 +57,12 @@ import org.springframework.transaction.interceptor.TransactionAttributeSource;
  * {@code @Header} itself taken as another type than {@link Acknowledgment}
  * @param batchIndex the index of the batch argument, or -1 for a record listener
  * @param batchKind the shape of the batch argument, or {@code null}
+ * @param annotatedScope the annotation's scope, fitted to the store, or empty for the
+ * consumer group's
  */
 record ListenerMethod(Method method, Idempotent idempotent, String name, int payloadIndex, boolean payloadInMessage,
-		int acknowledgmentIndex, List<Integer> acknowledgmentHeaders, int batchIndex, @Nullable BatchKind batchKind) {
+		int acknowledgmentIndex, List<Integer> acknowledgmentHeaders, int batchIndex, @Nullable BatchKind batchKind,
+		String annotatedScope) {
 
 	// reads Spring's @Transactional, and JTA's and EJB's where they are on the class path
 	private static final TransactionAttributeSource TRANSACTION_ATTRIBUTES = new AnnotationTransactionAttributeSource(
@@ -221,7 +224,7 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 		boolean payloadInMessage = payloadIndex >= 0 && Message.class.isAssignableFrom(types[payloadIndex]);
 		return new ListenerMethod(method, idempotent, targetClass.getSimpleName() + "." + method.getName(),
 				payloadIndex, payloadInMessage, acknowledgmentIndex, List.copyOf(acknowledgmentHeaders), batchIndex,
-				batchKind);
+				batchKind, idempotent.scope().isEmpty() ? "" : StoredKey.of(idempotent.scope()));
 	}
 
 	private static boolean carriesAcknowledgmentHeader(Class<?> type, Annotation[] annotations) {
@@ -255,14 +258,14 @@ record ListenerMethod(Method method, Idempotent idempotent, String name, int pay
 	 * @return the scope, fitted to the store
 	 */
 	String scope(ConsumerRecord<?, ?> record) {
-		String scope = this.idempotent.scope();
-		if (scope.isEmpty()) {
-			scope = KafkaUtils.getConsumerGroupId();
-			String original = RecordCoordinates.originalConsumerGroup(record);
-			if (scope != null && original != null
-					&& sameSuffix(scope, original, record.topic(), RecordCoordinates.originalTopic(record))) {
-				scope = original;
-			}
+		if (!this.annotatedScope.isEmpty()) {
+			return this.annotatedScope;
+		}
+		String scope = KafkaUtils.getConsumerGroupId();
+		String original = RecordCoordinates.originalConsumerGroup(record);
+		if (scope != null && original != null
+				&& sameSuffix(scope, original, record.topic(), RecordCoordinates.originalTopic(record))) {
+			scope = original;
 		}
 		if (scope == null || scope.isEmpty()) {
 			scope = this.name;

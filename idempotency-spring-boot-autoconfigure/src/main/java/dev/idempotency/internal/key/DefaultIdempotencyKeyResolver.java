@@ -20,7 +20,10 @@ public final class DefaultIdempotencyKeyResolver implements IdempotencyKeyResolv
 
 	private final String headerName;
 
-	private final Map<Method, Expression> expressions = new ConcurrentHashMap<>();
+	// per method, worked out at its first record: its parsed key expression, or HEADER
+	private final Map<Method, Object> keySources = new ConcurrentHashMap<>();
+
+	private static final Object HEADER = new Object();
 
 	/**
 	 * Create a resolver that reads keys from the given header.
@@ -32,10 +35,11 @@ public final class DefaultIdempotencyKeyResolver implements IdempotencyKeyResolv
 
 	@Override
 	public @Nullable String resolve(InboundMessage message) {
-		String expression = message.idempotent().key();
-		if (!expression.isEmpty()) {
-			Expression parsed = this.expressions.computeIfAbsent(message.method(),
-					(method) -> KeyExpressions.parse(expression));
+		Object source = this.keySources.computeIfAbsent(message.method(), (method) -> {
+			String expression = message.idempotent().key();
+			return expression.isEmpty() ? HEADER : KeyExpressions.parse(expression);
+		});
+		if (source instanceof Expression parsed) {
 			return KeyExpressions.evaluate(parsed, message.record(), message.payload());
 		}
 		Header header = message.record().headers().lastHeader(this.headerName);
