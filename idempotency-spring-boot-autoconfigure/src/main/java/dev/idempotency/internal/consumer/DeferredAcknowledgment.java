@@ -194,13 +194,13 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	 */
 	static @Nullable DeferredAcknowledgment replace(ListenerMethod method, @Nullable Object[] arguments,
 			@Nullable IntUnaryOperator deliveredIndex) {
-		Acknowledgment acknowledgment = method.acknowledgment(arguments);
+		Acknowledgment acknowledgment = method.acknowledgments().find(arguments);
 		if (acknowledgment == null) {
 			return null;
 		}
 		DeferredAcknowledgment deferred = (deliveredIndex != null) ? ofBatch(acknowledgment, deliveredIndex)
 				: ofRecord(acknowledgment);
-		method.replaceAcknowledgment(arguments, deferred);
+		method.acknowledgments().replace(arguments, deferred);
 		return deferred;
 	}
 
@@ -212,7 +212,7 @@ final class DeferredAcknowledgment implements Acknowledgment {
 	 * @return the deferred acknowledgment, or {@code null} when the method takes none
 	 */
 	static @Nullable DeferredAcknowledgment defer(MethodInvocation invocation, ListenerMethod method) {
-		if (!method.takesAcknowledgment()) {
+		if (!method.acknowledgments().any()) {
 			return null;
 		}
 		@Nullable Object[] arguments = invocation.getArguments().clone();

@@ -113,7 +113,7 @@ public final class LeaseInvoker {
 		Object result;
 		Object previous = IdempotencyContext.bind(message.key(), token);
 		try {
-			result = ListenerMethod.requireCompleted(invocation.proceed(), invocation.getMethod());
+			result = ListenerMethodRules.requireCompleted(invocation.proceed(), invocation.getMethod());
 		}
 		catch (Throwable ex) {
 			if (acknowledgment != null) {

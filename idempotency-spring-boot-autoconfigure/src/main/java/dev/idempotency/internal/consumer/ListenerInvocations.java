@@ -25,7 +25,7 @@ final class ListenerInvocations {
 	static @Nullable Object proceed(MethodInvocation invocation) {
 		LISTENER_FAILURE.remove();
 		try {
-			return ListenerMethod.requireCompleted(invocation.proceed(), invocation.getMethod());
+			return ListenerMethodRules.requireCompleted(invocation.proceed(), invocation.getMethod());
 		}
 		catch (RuntimeException | Error ex) {
 			LISTENER_FAILURE.set(ex);
