@@ -13,11 +13,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReliabilitySuiteIntegrationTests {
 
+	// the same faults at the same moments in every build; -Dreliability.seed=N tries others
+	private static final long DEFAULT_SEED = 20261127L;
+
 	private static final Path WORK = Path.of(System.getProperty("reliability.work-dir", "target/reliability"));
 
 	@Test
 	void everyTransferIsAppliedOnceAndEveryEventPublishedInOrderUnderFaults() throws Exception {
-		long seed = Long.getLong("reliability.seed", System.currentTimeMillis());
+		long seed = Long.getLong("reliability.seed", DEFAULT_SEED);
 		Checker.Verdict verdict = new FaultDriver(RunOptions.ci(seed, WORK)).run();
 		assertThat(verdict.violations()).as("violations of the run with seed %d", seed).isEmpty();
 		assertThat(verdict.appliedOnce()).isEqualTo(verdict.events()).isEqualTo(5_000);
