@@ -180,4 +180,33 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 		return (count != null) ? count : 0;
 	}
 
+	/**
+	 * Wait until a group has committed every record sent to partition 0 of a topic so far,
+	 * for a test that allows more (or less) time than {@link #TIMEOUT}.
+	 * @param group the consumer group
+	 * @param topic the topic
+	 * @param timeout how long to wait at most
+	 */
+	public void awaitCommitted(String group, String topic, Duration timeout) {
+		TestKafka.awaitCommitted(group, new TopicPartition(topic, 0), timeout);
+	}
+
+	/**
+	 * Send records to partition 0 of a topic while a listener's container is stopped, each
+	 * with its value as its idempotency key, then start the container, so that they arrive
+	 * in one poll, and wait until its group has committed them.
+	 * @param id the listener id
+	 * @param topic the topic the listener reads
+	 * @param keys the records' values and keys, in order
+	 */
+	public void deliverInOnePoll(String id, String topic, String... keys) {
+		MessageListenerContainer container = container(id);
+		container.stop();
+		for (String key : keys) {
+			send(topic, key, key);
+		}
+		container.start();
+		awaitCommitted(container.getGroupId(), topic);
+	}
+
 }
