@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.extension.AfterAllCallback;
@@ -207,6 +208,22 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 		}
 		container.start();
 		awaitCommitted(container.getGroupId(), topic);
+	}
+
+	/**
+	 * Run the application for one test rather than for the tests of a class, for a class
+	 * whose tests each need properties of their own: create the topics, start the
+	 * application, run the test and close the application, whatever the test's outcome.
+	 * @param test the test, given this application
+	 */
+	public void run(Consumer<TestApplication> test) {
+		beforeAll(null);
+		try {
+			test.accept(this);
+		}
+		finally {
+			afterAll(null);
+		}
 	}
 
 }
