@@ -1,22 +1,16 @@
 package dev.idempotency.jpa;
 
-import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
-import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestApplication;
+import dev.idempotency.test.TestEffects;
 import jakarta.persistence.EntityManager;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -26,7 +20,6 @@ import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * An {@code @Idempotent} listener that writes through JPA and JDBC in one transaction of
@@ -37,64 +30,43 @@ class JpaTransactionIntegrationTests {
 
 	private static final String TOPIC = "it-jpa";
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		context = TestApplications.run(App.class, "spring.jpa.hibernate.ddl-auto=update",
-				"spring.jpa.open-in-view=false");
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties("spring.jpa.hibernate.ddl-auto=update", "spring.jpa.open-in-view=false");
 
 	@Test
 	void runsOnTheJpaTransactionManager() {
-		assertThat(context.getBean(PlatformTransactionManager.class)).isInstanceOf(JpaTransactionManager.class);
+		assertThat(app.bean(PlatformTransactionManager.class)).isInstanceOf(JpaTransactionManager.class);
 	}
 
 	@Test
 	void commitsJpaAndJdbcWritesWithTheClaim() {
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(TOPIC, 0, "ok-" + key, Map.of("X-Idempotency-Key", key));
-		TestKafka.send(TOPIC, 0, "ok-" + key, Map.of("X-Idempotency-Key", key));
-		awaitConsumed();
-		assertThat(rows("jpa_ledger_entries", "ok-" + key)).isEqualTo(1);
-		assertThat(rows("jpa_jdbc_effects", "ok-" + key)).isEqualTo(1);
-		assertThat(claimed(key)).isEqualTo(1);
+		app.send(TOPIC, "ok-" + key, key);
+		app.send(TOPIC, "ok-" + key, key);
+		app.awaitCommitted("jpa", TOPIC);
+		assertThat(ledgerEntries("ok-" + key)).isEqualTo(1);
+		assertThat(jdbcEffects("ok-" + key)).isEqualTo(1);
+		assertThat(TestEffects.processedKeys(app.jdbc(), "jpa", key)).isEqualTo(1);
 	}
 
 	@Test
 	void rollsBackJpaAndJdbcWritesWithTheClaim() {
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(TOPIC, 0, "fail-" + key, Map.of("X-Idempotency-Key", key));
-		awaitConsumed();
-		assertThat(rows("jpa_ledger_entries", "fail-" + key)).isZero();
-		assertThat(rows("jpa_jdbc_effects", "fail-" + key)).isZero();
-		assertThat(claimed(key)).isZero();
+		app.send(TOPIC, "fail-" + key, key);
+		app.awaitCommitted("jpa", TOPIC);
+		assertThat(ledgerEntries("fail-" + key)).isZero();
+		assertThat(jdbcEffects("fail-" + key)).isZero();
+		assertThat(TestEffects.processedKeys(app.jdbc(), "jpa", key)).isZero();
 	}
 
-	private static void awaitConsumed() {
-		TestKafka.awaitCommitted("jpa", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
+	private static int ledgerEntries(String reference) {
+		return app.rows("SELECT count(*) FROM jpa_ledger_entries WHERE reference = ?", reference);
 	}
 
-	private static int rows(String table, String reference) {
-		return jdbc.queryForObject("SELECT count(*) FROM " + table + " WHERE reference = ?", Integer.class,
-				reference);
-	}
-
-	private static int claimed(String key) {
-		return jdbc.queryForObject(
-				"SELECT count(*) FROM processed_messages WHERE consumer_group = 'jpa' AND idempotency_key = ?",
-				Integer.class, key);
+	private static int jdbcEffects(String reference) {
+		return app.bean(TestEffects.class).count("jpa", reference);
 	}
 
 	@SpringBootConfiguration
@@ -102,10 +74,13 @@ class JpaTransactionIntegrationTests {
 	static class App {
 
 		@Bean
-		Ledger ledger(EntityManager entityManager, JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS jpa_jdbc_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "reference TEXT NOT NULL)");
-			return new Ledger(entityManager, jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "jpa_jdbc_effects");
+		}
+
+		@Bean
+		Ledger ledger(EntityManager entityManager, TestEffects effects) {
+			return new Ledger(entityManager, effects);
 		}
 
 		@Bean
@@ -119,11 +94,11 @@ class JpaTransactionIntegrationTests {
 
 		private final EntityManager entityManager;
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Ledger(EntityManager entityManager, JdbcTemplate jdbc) {
+		Ledger(EntityManager entityManager, TestEffects effects) {
 			this.entityManager = entityManager;
-			this.jdbc = jdbc;
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "jpa", topics = TOPIC, groupId = "jpa")
@@ -132,7 +107,7 @@ class JpaTransactionIntegrationTests {
 			this.entityManager.persist(new LedgerEntry(reference));
 			// send the JPA insert to the database now, so that a rollback has something to undo
 			this.entityManager.flush();
-			this.jdbc.update("INSERT INTO jpa_jdbc_effects (reference) VALUES (?)", reference);
+			this.effects.add("jpa", reference);
 			if (reference.startsWith("fail-")) {
 				throw new IllegalStateException("Simulated failure after both writes");
 			}

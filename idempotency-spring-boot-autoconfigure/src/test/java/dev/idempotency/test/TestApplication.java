@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.extension.AfterAllCallback;
@@ -178,6 +179,51 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	public int rows(String sql, Object... arguments) {
 		Integer count = jdbc().queryForObject(sql, Integer.class, arguments);
 		return (count != null) ? count : 0;
+	}
+
+	/**
+	 * Wait until a group has committed every record sent to partition 0 of a topic so far,
+	 * for a test that allows more (or less) time than {@link #TIMEOUT}.
+	 * @param group the consumer group
+	 * @param topic the topic
+	 * @param timeout how long to wait at most
+	 */
+	public void awaitCommitted(String group, String topic, Duration timeout) {
+		TestKafka.awaitCommitted(group, new TopicPartition(topic, 0), timeout);
+	}
+
+	/**
+	 * Send records to partition 0 of a topic while a listener's container is stopped, each
+	 * with its value as its idempotency key, then start the container, so that they arrive
+	 * in one poll, and wait until its group has committed them.
+	 * @param id the listener id
+	 * @param topic the topic the listener reads
+	 * @param keys the records' values and keys, in order
+	 */
+	public void deliverInOnePoll(String id, String topic, String... keys) {
+		MessageListenerContainer container = container(id);
+		container.stop();
+		for (String key : keys) {
+			send(topic, key, key);
+		}
+		container.start();
+		awaitCommitted(container.getGroupId(), topic);
+	}
+
+	/**
+	 * Run the application for one test rather than for the tests of a class, for a class
+	 * whose tests each need properties of their own: create the topics, start the
+	 * application, run the test and close the application, whatever the test's outcome.
+	 * @param test the test, given this application
+	 */
+	public void run(Consumer<TestApplication> test) {
+		beforeAll(null);
+		try {
+			test.accept(this);
+		}
+		finally {
+			afterAll(null);
+		}
 	}
 
 }

@@ -2,29 +2,23 @@ package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
-import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.Acknowledgment;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -41,34 +35,20 @@ class AcknowledgmentIntegrationTests {
 
 	private static final String BATCHES = "it-nack-batch";
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(RECORDS, 1);
-		TestInfrastructure.createTopic(BATCHES, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(RECORDS, BATCHES)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
 				// a nack pauses the partition until the next poll returns: keep polls short
 				"spring.kafka.listener.poll-timeout=200ms");
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
 
 	@Test
 	void nackedRecordIsRolledBackAndItsRedeliveryApplied() {
 		String run = UUID.randomUUID().toString();
 		for (int i = 0; i < 10; i++) {
-			TestKafka.send(RECORDS, 0, run + "-" + i, Map.of("X-Idempotency-Key", run + "-" + i));
+			app.send(RECORDS, run + "-" + i, run + "-" + i);
 		}
-		TestKafka.awaitCommitted("nack-record", new TopicPartition(RECORDS, 0), Duration.ofSeconds(30));
+		app.awaitCommitted("nack-record", RECORDS);
 		for (int i = 0; i < 10; i++) {
 			assertThat(effects("applied", run + "-" + i)).as("applied %d", i).isEqualTo(1);
 			// written before the nack: it must have rolled back with the claim
@@ -80,7 +60,7 @@ class AcknowledgmentIntegrationTests {
 	void batchNackIndexIsTranslatedToTheDeliveredBatch() {
 		String run = UUID.randomUUID().toString().substring(0, 8);
 		deliverBatch(run + "-a", run + "-b");
-		Listeners listeners = context.getBean(Listeners.class);
+		Listeners listeners = app.bean(Listeners.class);
 		listeners.nackOnce(run + "-d");
 		// a and b are duplicates: the listener sees [c, d, e] and nacks d, its index 1,
 		// which is index 3 of the delivered batch
@@ -93,7 +73,7 @@ class AcknowledgmentIntegrationTests {
 	@Test
 	void batchNackWithoutAnIndexFailsInTheListenerAsTheContainerWouldAndAppliesNothingTwice() {
 		String run = UUID.randomUUID().toString().substring(0, 8);
-		Listeners listeners = context.getBean(Listeners.class);
+		Listeners listeners = app.bean(Listeners.class);
 		// the listener writes the effects of the whole batch, then calls nack(Duration),
 		// which a batch acknowledgment does not support
 		listeners.nackWholeBatchOnce(run + "-a");
@@ -105,19 +85,11 @@ class AcknowledgmentIntegrationTests {
 	}
 
 	private static void deliverBatch(String... keys) {
-		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
-			.getListenerContainer("nack-batch");
-		container.stop();
-		for (String key : keys) {
-			TestKafka.send(BATCHES, 0, key, Map.of("X-Idempotency-Key", key));
-		}
-		container.start();
-		TestKafka.awaitCommitted("nack-batch", new TopicPartition(BATCHES, 0), Duration.ofSeconds(30));
+		app.deliverInOnePoll("nack-batch", BATCHES, keys);
 	}
 
 	private static int effects(String kind, String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM ack_effects WHERE kind = ? AND message_key = ?",
-				Integer.class, kind, key);
+		return app.bean(TestEffects.class).count(kind, key);
 	}
 
 	@SpringBootConfiguration
@@ -125,10 +97,13 @@ class AcknowledgmentIntegrationTests {
 	static class App {
 
 		@Bean
-		Listeners listeners(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS ack_effects (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, "
-					+ "message_key TEXT NOT NULL)");
-			return new Listeners(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "ack_effects");
+		}
+
+		@Bean
+		Listeners listeners(TestEffects effects) {
+			return new Listeners(effects);
 		}
 
 	}
@@ -143,10 +118,10 @@ class AcknowledgmentIntegrationTests {
 
 		private final Set<String> unsupportedNacks = ConcurrentHashMap.newKeySet();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listeners(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listeners(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		public void nackOnce(String key) {
@@ -165,11 +140,11 @@ class AcknowledgmentIntegrationTests {
 		@Idempotent
 		public void record(String payload, Acknowledgment acknowledgment) {
 			if (this.seen.add(payload)) {
-				insert("nacked", payload);
+				this.effects.add("nacked", payload);
 				acknowledgment.nack(Duration.ofMillis(10));
 				return;
 			}
-			insert("applied", payload);
+			this.effects.add("applied", payload);
 			acknowledgment.acknowledge();
 		}
 
@@ -182,7 +157,7 @@ class AcknowledgmentIntegrationTests {
 					acknowledgment.nack(i, Duration.ofMillis(10));
 					return;
 				}
-				insert("batch", key);
+				this.effects.add("batch", key);
 			}
 			String first = records.get(0).value();
 			if (this.nackWholeBatchOnce.remove(first)) {
@@ -196,10 +171,6 @@ class AcknowledgmentIntegrationTests {
 				return;
 			}
 			acknowledgment.acknowledge();
-		}
-
-		private void insert(String kind, String key) {
-			this.jdbc.update("INSERT INTO ack_effects (kind, message_key) VALUES (?, ?)", kind, key);
 		}
 
 	}

@@ -3,28 +3,24 @@ package dev.idempotency.internal.consumer;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
@@ -48,27 +44,12 @@ class BadInputIntegrationTests {
 
 	private static final String POISON = "it-poison";
 
-	private static final String KEY_HEADER = "X-Idempotency-Key";
+	private static final String KEY_HEADER = TestApplication.KEY_HEADER;
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(KEYS, 1);
-		TestInfrastructure.createTopic(PAYLOADS, 1);
-		TestInfrastructure.createTopic(POISON, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(KEYS, PAYLOADS, POISON)
+		.properties(TestApplications.WITHOUT_JPA);
 
 	@Test
 	void tenThousandCharacterKeyIsAppliedOnceAndStoredAsItsDigest() {
@@ -81,7 +62,7 @@ class BadInputIntegrationTests {
 		sendBytes(KEYS, "long-2", other.getBytes(StandardCharsets.UTF_8));
 		awaitConsumed(KEYS);
 		assertThat(received()).contains("long-1", "long-2").doesNotContain("long-1-again");
-		assertThat(jdbc.queryForList("SELECT idempotency_key FROM processed_messages WHERE consumer_group = ? "
+		assertThat(app.jdbc().queryForList("SELECT idempotency_key FROM processed_messages WHERE consumer_group = ? "
 				+ "AND idempotency_key LIKE 'sha256:%'", String.class, KEYS))
 			.hasSize(2)
 			.allSatisfy((stored) -> assertThat(stored).hasSize("sha256:".length() + 64));
@@ -112,7 +93,7 @@ class BadInputIntegrationTests {
 		sendBytes(KEYS, "empty-2-" + run, new byte[0]);
 		awaitConsumed(KEYS);
 		assertThat(received()).contains("empty-1-" + run, "empty-2-" + run);
-		assertThat(jdbc.queryForList("SELECT idempotency_key FROM processed_messages WHERE consumer_group = ? "
+		assertThat(app.jdbc().queryForList("SELECT idempotency_key FROM processed_messages WHERE consumer_group = ? "
 				+ "AND idempotency_key IN (?, ?)", String.class, KEYS, KEYS + "-0-" + first, KEYS + "-0-" + (first + 1)))
 			.hasSize(2);
 		assertThat(recovered()).noneMatch((failure) -> failure.record().topic().equals(KEYS));
@@ -122,10 +103,10 @@ class BadInputIntegrationTests {
 	void payloadTheConverterCannotReadGoesToTheRecovererOnceWithoutAClaim() {
 		String unreadable = UUID.randomUUID().toString();
 		String readable = UUID.randomUUID().toString();
-		TestKafka.send(PAYLOADS, 0, "not a number", Map.of(KEY_HEADER, unreadable));
-		TestKafka.send(PAYLOADS, 0, "42", Map.of(KEY_HEADER, readable));
+		app.send(PAYLOADS, "not a number", unreadable);
+		app.send(PAYLOADS, "42", readable);
 		awaitConsumed(PAYLOADS);
-		assertThat(context.getBean(Amounts.class).received()).contains(42L);
+		assertThat(app.bean(Amounts.class).received()).contains(42L);
 		assertThat(recovered()).filteredOn((failure) -> failure.record().topic().equals(PAYLOADS))
 			.singleElement()
 			.satisfies((failure) -> {
@@ -140,10 +121,10 @@ class BadInputIntegrationTests {
 	void listenerThatAlwaysThrowsReachesTheRecovererOnceLeavesNoKeyAndTheNextRecordIsApplied() {
 		String poison = UUID.randomUUID().toString();
 		String next = UUID.randomUUID().toString();
-		TestKafka.send(POISON, 0, "poison", Map.of(KEY_HEADER, poison));
-		TestKafka.send(POISON, 0, "fine", Map.of(KEY_HEADER, next));
+		app.send(POISON, "poison", poison);
+		app.send(POISON, "fine", next);
 		awaitConsumed(POISON);
-		Poison listener = context.getBean(Poison.class);
+		Poison listener = app.bean(Poison.class);
 		// three attempts (the back-off allows two retries), then the recoverer
 		assertThat(listener.attempts()).isEqualTo(3);
 		assertThat(recovered()).filteredOn((failure) -> failure.record().topic().equals(POISON))
@@ -173,23 +154,21 @@ class BadInputIntegrationTests {
 		TestKafka.flush();
 	}
 
+	// each listener's group is named after its topic
 	private static void awaitConsumed(String topic) {
-		TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
+		app.awaitCommitted(topic, topic);
 	}
 
 	private static List<String> received() {
-		return context.getBean(Keys.class).received();
+		return app.bean(Keys.class).received();
 	}
 
 	private static List<Failure> recovered() {
-		return context.getBean(Recovered.class).failures();
+		return app.bean(Recovered.class).failures();
 	}
 
 	private static int processed(String group, String key) {
-		Integer count = jdbc.queryForObject(
-				"SELECT count(*) FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-				Integer.class, group, key);
-		return (count != null) ? count : 0;
+		return TestEffects.processedKeys(app.jdbc(), group, key);
 	}
 
 	private static int freePort() {

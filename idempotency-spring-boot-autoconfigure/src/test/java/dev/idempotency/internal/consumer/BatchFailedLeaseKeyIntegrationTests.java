@@ -1,26 +1,20 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyClaimFailedException;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
 
@@ -35,26 +29,24 @@ class BatchFailedLeaseKeyIntegrationTests {
 
 	private static final String TOPIC = "it-failed-lease-batch";
 
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA);
+
 	@Test
 	void appliesTheOtherRecordsAndHandsOnlyTheFailedKeysRecordToTheRecoverer() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA)) {
-			String run = UUID.randomUUID().toString();
-			context.getBean(JdbcTemplate.class)
-				.update("INSERT INTO processed_messages (consumer_group, idempotency_key, processed_at, status, "
-						+ "fencing_token, failure) VALUES (?, ?, now(), 'FAILED', "
-						+ "nextval('processed_messages_fencing_seq'), 'declined')", "failed-lease-batch", run + "-k");
-			for (String key : List.of("a", "b", "k", "c")) {
-				TestKafka.send(TOPIC, 0, run + "-" + key, Map.of("X-Idempotency-Key", run + "-" + key));
-			}
-			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("failed-lease-batch").start();
-			TestKafka.awaitCommitted("failed-lease-batch", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			Batches batches = context.getBean(Batches.class);
-			assertThat(batches.received()).containsExactly(run + "-a", run + "-b", run + "-c");
-			assertThat(batches.recovered()).singleElement()
-				.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-k"));
-			assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyClaimFailedException.class);
-		}
+		String run = UUID.randomUUID().toString();
+		app.jdbc()
+			.update("INSERT INTO processed_messages (consumer_group, idempotency_key, processed_at, status, "
+					+ "fencing_token, failure) VALUES (?, ?, now(), 'FAILED', "
+					+ "nextval('processed_messages_fencing_seq'), 'declined')", "failed-lease-batch", run + "-k");
+		app.deliverInOnePoll("failed-lease-batch", TOPIC, run + "-a", run + "-b", run + "-k", run + "-c");
+		Batches batches = app.bean(Batches.class);
+		assertThat(batches.received()).containsExactly(run + "-a", run + "-b", run + "-c");
+		assertThat(batches.recovered()).singleElement()
+			.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-k"));
+		assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyClaimFailedException.class);
 	}
 
 	@SpringBootConfiguration

@@ -2,7 +2,6 @@ package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -10,21 +9,18 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.BatchListenerFailedException;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.support.Acknowledgment;
@@ -45,45 +41,56 @@ class BatchFailureInterplayIntegrationTests {
 
 	@Test
 	void recordWithoutKeyBeforeAFailedOneReachesTheRecoverer() {
-		TestInfrastructure.createTopic(FAILED, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=reject")) {
+		application(FAILED, "idempotency.missing-key=reject").run((app) -> {
 			String run = UUID.randomUUID().toString();
-			TestKafka.send(FAILED, 0, run + "-no-key", Map.of());
-			TestKafka.send(FAILED, 0, run + "-poison", Map.of("X-Idempotency-Key", run + "-poison"));
-			TestKafka.send(FAILED, 0, run + "-good", Map.of("X-Idempotency-Key", run + "-good"));
-			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("interplay-failed").start();
-			TestKafka.awaitCommitted("interplay-failed", new TopicPartition(FAILED, 0), Duration.ofSeconds(30));
-			Listeners listeners = context.getBean(Listeners.class);
+			app.send(FAILED, run + "-no-key", null);
+			app.send(FAILED, run + "-poison", run + "-poison");
+			app.send(FAILED, run + "-good", run + "-good");
+			startAndAwaitConsumed(app, "interplay-failed", FAILED);
+			Listeners listeners = app.bean(Listeners.class);
 			assertThat(listeners.recovered()).containsExactly(run + "-no-key", run + "-poison");
 			assertThat(listeners.exceptions().get(0)).isInstanceOf(IdempotencyKeyMissingException.class);
-			assertThat(effects(context, run + "-good")).isEqualTo(1);
-		}
+			assertThat(effects(app, run + "-good")).isEqualTo(1);
+		});
 	}
 
 	@Test
 	void nackBeforeARecordWithoutKeyHandsTheRecordsBackFromTheNack() {
-		TestInfrastructure.createTopic(NACKED, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=reject", "spring.kafka.listener.ack-mode=manual",
-				"spring.kafka.listener.poll-timeout=200ms")) {
-			String run = UUID.randomUUID().toString();
-			Listeners listeners = context.getBean(Listeners.class);
-			listeners.nackOnce(run + "-b");
-			TestKafka.send(NACKED, 0, run + "-a", Map.of("X-Idempotency-Key", run + "-a"));
-			TestKafka.send(NACKED, 0, run + "-b", Map.of("X-Idempotency-Key", run + "-b"));
-			TestKafka.send(NACKED, 0, run + "-no-key", Map.of());
-			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("interplay-nacked").start();
-			TestKafka.awaitCommitted("interplay-nacked", new TopicPartition(NACKED, 0), Duration.ofSeconds(30));
-			assertThat(effects(context, run + "-a")).isEqualTo(1);
-			assertThat(effects(context, run + "-b")).isEqualTo(1);
-			assertThat(listeners.recovered()).containsExactly(run + "-no-key");
-		}
+		application(NACKED, "idempotency.missing-key=reject", "spring.kafka.listener.ack-mode=manual",
+				"spring.kafka.listener.poll-timeout=200ms")
+			.run((app) -> {
+				String run = UUID.randomUUID().toString();
+				Listeners listeners = app.bean(Listeners.class);
+				listeners.nackOnce(run + "-b");
+				app.send(NACKED, run + "-a", run + "-a");
+				app.send(NACKED, run + "-b", run + "-b");
+				app.send(NACKED, run + "-no-key", null);
+				startAndAwaitConsumed(app, "interplay-nacked", NACKED);
+				assertThat(effects(app, run + "-a")).isEqualTo(1);
+				assertThat(effects(app, run + "-b")).isEqualTo(1);
+				assertThat(listeners.recovered()).containsExactly(run + "-no-key");
+			});
 	}
 
-	private static int effects(ConfigurableApplicationContext context, String value) {
-		return context.getBean(JdbcTemplate.class)
-			.queryForObject("SELECT count(*) FROM interplay_effects WHERE message = ?", Integer.class, value);
+	/**
+	 * An application for one test: each needs properties of its own.
+	 */
+	private static TestApplication application(String topic, String... properties) {
+		return TestApplication.of(App.class)
+			.topics(topic)
+			.properties(TestApplications.WITHOUT_JPA)
+			.properties(properties);
+	}
+
+	// the listeners start stopped, so that the records sent before arrive in one batch;
+	// each listener's group is named after its id
+	private static void startAndAwaitConsumed(TestApplication app, String listener, String topic) {
+		app.container(listener).start();
+		app.awaitCommitted(listener, topic);
+	}
+
+	private static int effects(TestApplication app, String value) {
+		return app.bean(TestEffects.class).count("listeners", value);
 	}
 
 	@SpringBootConfiguration
@@ -91,10 +98,13 @@ class BatchFailureInterplayIntegrationTests {
 	static class App {
 
 		@Bean
-		Listeners listeners(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS interplay_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message TEXT NOT NULL)");
-			return new Listeners(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "interplay_effects");
+		}
+
+		@Bean
+		Listeners listeners(TestEffects effects) {
+			return new Listeners(effects);
 		}
 
 		@Bean
@@ -112,10 +122,10 @@ class BatchFailureInterplayIntegrationTests {
 
 		private final Set<String> nackOnce = ConcurrentHashMap.newKeySet();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listeners(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listeners(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "interplay-failed", topics = FAILED, groupId = "interplay-failed", batch = "true",
@@ -145,7 +155,7 @@ class BatchFailureInterplayIntegrationTests {
 		}
 
 		private void insert(String value) {
-			this.jdbc.update("INSERT INTO interplay_effects (message) VALUES (?)", value);
+			this.effects.add("listeners", value);
 		}
 
 		public void nackOnce(String value) {

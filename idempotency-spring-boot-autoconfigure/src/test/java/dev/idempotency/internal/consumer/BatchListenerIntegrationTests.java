@@ -1,6 +1,5 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -8,31 +7,24 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.stream.Collectors;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
-import org.springframework.kafka.listener.MessageListenerContainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * {@code @Idempotent} batch listeners of each shape against a real broker and database:
@@ -40,34 +32,17 @@ import static org.awaitility.Awaitility.await;
  */
 class BatchListenerIntegrationTests {
 
-	private static final String KEY = "X-Idempotency-Key";
-
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		for (String listener : List.of("records", "payloads", "consumer-records")) {
-			TestInfrastructure.createTopic("it-batch-" + listener, 1);
-		}
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics("it-batch-records", "it-batch-payloads", "it-batch-consumer-records")
+		.properties(TestApplications.WITHOUT_JPA);
 
 	@ParameterizedTest
 	@ValueSource(strings = { "records", "payloads", "consumer-records" })
 	void invokesTheListenerWithOnlyTheNewRecordsInOrder(String listener) {
 		String run = UUID.randomUUID().toString().substring(0, 8);
 		deliver(listener, run + "-1", run + "-2", run + "-3");
-		Batches batches = context.getBean(Batches.class);
+		Batches batches = app.bean(Batches.class);
 		int before = batches.received(listener).size();
 		// old keys 2 and 3, and key 4 twice in the same batch
 		deliver(listener, run + "-2", run + "-4", run + "-4", run + "-3", run + "-5");
@@ -83,7 +58,7 @@ class BatchListenerIntegrationTests {
 	void doesNotInvokeTheListenerForABatchOfDuplicates(String listener) {
 		String run = UUID.randomUUID().toString().substring(0, 8);
 		deliver(listener, run + "-1", run + "-2");
-		Batches batches = context.getBean(Batches.class);
+		Batches batches = app.bean(Batches.class);
 		int before = batches.received(listener).size();
 		deliver(listener, run + "-2", run + "-1", run + "-2");
 		assertThat(batches.received(listener)).hasSize(before);
@@ -93,7 +68,7 @@ class BatchListenerIntegrationTests {
 	@ValueSource(strings = { "records", "payloads", "consumer-records" })
 	void aBatchThatThrowsCommitsNothingAndIsAppliedOnceWhenRedelivered(String listener) {
 		String run = UUID.randomUUID().toString().substring(0, 8);
-		Batches batches = context.getBean(Batches.class);
+		Batches batches = app.bean(Batches.class);
 		batches.failOnce(run + "-boom");
 		int before = batches.received(listener).size();
 		deliver(listener, run + "-a", run + "-boom", run + "-b");
@@ -111,20 +86,11 @@ class BatchListenerIntegrationTests {
 	 * they arrive in one poll, and wait until they are consumed.
 	 */
 	private static void deliver(String listener, String... keys) {
-		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
-			.getListenerContainer(listener);
-		container.stop();
-		String topic = "it-batch-" + listener;
-		for (String key : keys) {
-			TestKafka.send(topic, 0, key, Map.of(KEY, key));
-		}
-		container.start();
-		TestKafka.awaitCommitted(listener, new TopicPartition(topic, 0), Duration.ofSeconds(30));
+		app.deliverInOnePoll(listener, "it-batch-" + listener, keys);
 	}
 
 	private static int effects(String listener, String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM batch_effects WHERE listener = ? AND message_key = ?",
-				Integer.class, listener, key);
+		return app.bean(TestEffects.class).count(listener, key);
 	}
 
 	@SpringBootConfiguration
@@ -132,10 +98,13 @@ class BatchListenerIntegrationTests {
 	static class App {
 
 		@Bean
-		Batches batches(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS batch_effects (id BIGSERIAL PRIMARY KEY, listener TEXT NOT NULL, "
-					+ "message_key TEXT NOT NULL)");
-			return new Batches(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "batch_effects");
+		}
+
+		@Bean
+		Batches batches(TestEffects effects) {
+			return new Batches(effects);
 		}
 
 	}
@@ -146,10 +115,10 @@ class BatchListenerIntegrationTests {
 
 		private final Set<String> failOnce = ConcurrentHashMap.newKeySet();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Batches(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Batches(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "records", topics = "it-batch-records", groupId = "records", batch = "true")
@@ -175,8 +144,7 @@ class BatchListenerIntegrationTests {
 
 		private void apply(String listener, List<String> keys) {
 			this.received.computeIfAbsent(listener, (name) -> new CopyOnWriteArrayList<>()).add(List.copyOf(keys));
-			this.jdbc.batchUpdate("INSERT INTO batch_effects (listener, message_key) VALUES (?, ?)",
-					keys.stream().map((key) -> new Object[] { listener, key }).collect(Collectors.toList()));
+			keys.forEach((key) -> this.effects.add(listener, key));
 			if (keys.stream().anyMatch(this.failOnce::remove)) {
 				throw new IllegalStateException("Simulated failure after the batch's effects were written");
 			}

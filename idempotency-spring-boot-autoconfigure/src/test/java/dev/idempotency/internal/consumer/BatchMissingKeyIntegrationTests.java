@@ -1,25 +1,20 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
 
@@ -34,23 +29,24 @@ class BatchMissingKeyIntegrationTests {
 
 	private static final String TOPIC = "it-reject-batch";
 
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.missing-key=reject");
+
 	@Test
 	void appliesTheKeyedRecordsAndHandsOnlyTheKeylessOneToTheErrorHandler() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=reject")) {
-			String run = UUID.randomUUID().toString();
-			TestKafka.send(TOPIC, 0, run + "-a", Map.of("X-Idempotency-Key", run + "-a"));
-			TestKafka.send(TOPIC, 0, run + "-no-key", Map.of());
-			TestKafka.send(TOPIC, 0, run + "-b", Map.of("X-Idempotency-Key", run + "-b"));
-			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("reject-batch").start();
-			TestKafka.awaitCommitted("reject-batch", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			Batches batches = context.getBean(Batches.class);
-			assertThat(batches.received()).containsExactly(run + "-a", run + "-b");
-			assertThat(batches.recovered()).singleElement()
-				.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-no-key"));
-			assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyKeyMissingException.class);
-		}
+		String run = UUID.randomUUID().toString();
+		app.send(TOPIC, run + "-a", run + "-a");
+		app.send(TOPIC, run + "-no-key", null);
+		app.send(TOPIC, run + "-b", run + "-b");
+		app.container("reject-batch").start();
+		app.awaitCommitted("reject-batch", TOPIC);
+		Batches batches = app.bean(Batches.class);
+		assertThat(batches.received()).containsExactly(run + "-a", run + "-b");
+		assertThat(batches.recovered()).singleElement()
+			.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-no-key"));
+		assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyKeyMissingException.class);
 	}
 
 	@SpringBootConfiguration

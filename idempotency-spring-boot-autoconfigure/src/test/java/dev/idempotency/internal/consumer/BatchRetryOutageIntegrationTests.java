@@ -2,26 +2,25 @@ package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -42,28 +41,28 @@ class BatchRetryOutageIntegrationTests {
 
 	private static final String TOPIC = "it-batch-retry-outage";
 
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
+				"idempotency.infrastructure-retry.max-interval=500ms");
+
 	@Test
 	void aKeyHeldDuringTheApplicationsBatchRetriesDelaysTheBatch() throws Exception {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.lock-timeout=100ms", "idempotency.infrastructure-retry.initial-interval=100ms",
-				"idempotency.infrastructure-retry.max-interval=500ms")) {
-			Listener listener = context.getBean(Listener.class);
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			String key = UUID.randomUUID().toString();
-			// the first attempt fails on its own; then another consumer claims the key and
-			// holds it through all the application's retries (3 × (50 ms + 100 ms))
-			listener.failOnceThenHold(jdbc.getDataSource());
-			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
-			HeldKey held = listener.held().get(30, java.util.concurrent.TimeUnit.SECONDS);
-			Thread.sleep(3000);
-			held.close();
-			TestKafka.awaitCommitted("batch-retry-outage", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
-			assertThat(listener.recovered()).isEmpty();
-			await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
-					"SELECT count(*) FROM batch_retry_outage_effects WHERE message_key = ?", Integer.class, key))
-				.isEqualTo(1));
-		}
+		Listener listener = app.bean(Listener.class);
+		String key = UUID.randomUUID().toString();
+		// the first attempt fails on its own; then another consumer claims the key and
+		// holds it through all the application's retries (3 × (50 ms + 100 ms))
+		listener.failOnceThenHold(app.jdbc().getDataSource());
+		app.send(TOPIC, key, key);
+		HeldKey held = listener.held().get(30, TimeUnit.SECONDS);
+		Thread.sleep(3000);
+		held.close();
+		app.awaitCommitted("batch-retry-outage", TOPIC, Duration.ofSeconds(60));
+		assertThat(listener.recovered()).isEmpty();
+		await().atMost(Duration.ofSeconds(10))
+			.untilAsserted(() -> assertThat(app.bean(TestEffects.class).count("batch-retry-outage", key)).isEqualTo(1));
 	}
 
 	@SpringBootConfiguration
@@ -71,9 +70,13 @@ class BatchRetryOutageIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS batch_retry_outage_effects (message_key TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "batch_retry_outage_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 		@Bean
@@ -85,7 +88,7 @@ class BatchRetryOutageIntegrationTests {
 
 	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
 		private final AtomicBoolean failOnce = new AtomicBoolean();
 
@@ -95,8 +98,8 @@ class BatchRetryOutageIntegrationTests {
 
 		private volatile DataSource holder;
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		void failOnceThenHold(DataSource dataSource) {
@@ -133,7 +136,7 @@ class BatchRetryOutageIntegrationTests {
 				throw new IllegalStateException("The application's own failure, with no index");
 			}
 			for (ConsumerRecord<String, String> record : records) {
-				this.jdbc.update("INSERT INTO batch_retry_outage_effects (message_key) VALUES (?)", record.value());
+				this.effects.add("batch-retry-outage", record.value());
 			}
 		}
 

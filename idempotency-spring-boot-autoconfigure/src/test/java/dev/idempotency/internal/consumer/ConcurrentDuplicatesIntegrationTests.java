@@ -8,23 +8,22 @@ import java.util.UUID;
 import java.util.stream.IntStream;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -45,30 +44,23 @@ class ConcurrentDuplicatesIntegrationTests {
 
 	private static final int COPIES = 3;
 
-	private static ConfigurableApplicationContext first;
+	// the first instance creates the topic, so it starts first
+	@RegisterExtension
+	@Order(1)
+	static final TestApplication first = TestApplication.of(App.class)
+		.topics(TOPIC + ":" + PARTITIONS)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.concurrency=3");
 
-	private static ConfigurableApplicationContext second;
+	@RegisterExtension
+	@Order(2)
+	static final TestApplication second = TestApplication.of(App.class)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.concurrency=3");
 
 	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, PARTITIONS);
-		first = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"spring.kafka.listener.concurrency=3");
-		second = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"spring.kafka.listener.concurrency=3");
+	static void awaitBothInstancesAssigned() {
 		await().atMost(Duration.ofSeconds(60))
 			.until(() -> assignedPartitions(first) + assignedPartitions(second) == PARTITIONS
 					&& assignedPartitions(first) > 0 && assignedPartitions(second) > 0);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (first != null) {
-			first.close();
-		}
-		if (second != null) {
-			second.close();
-		}
 	}
 
 	@Test
@@ -78,13 +70,13 @@ class ConcurrentDuplicatesIntegrationTests {
 			for (int copy = 0; copy < COPIES; copy++) {
 				int partition = (key + copy * 2) % PARTITIONS;
 				ProducerRecord<String, String> record = new ProducerRecord<>(TOPIC, partition, null, run + key);
-				record.headers().add("X-Idempotency-Key", (run + key).getBytes());
+				record.headers().add(TestApplication.KEY_HEADER, (run + key).getBytes());
 				TestKafka.sendAsync(record);
 			}
 		}
 		TestKafka.flush();
 		await().atMost(Duration.ofSeconds(120)).until(() -> committed() == (long) KEYS * COPIES);
-		JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
+		JdbcTemplate jdbc = first.jdbc();
 		List<Map<String, Object>> counts = jdbc.queryForList(
 				"SELECT count(*) AS effects, count(DISTINCT message_key) AS keys FROM concurrent_effects");
 		assertThat(counts.get(0)).containsEntry("effects", (long) KEYS).containsEntry("keys", (long) KEYS);
@@ -105,10 +97,8 @@ class ConcurrentDuplicatesIntegrationTests {
 			.sum();
 	}
 
-	private static int assignedPartitions(ConfigurableApplicationContext context) {
-		Collection<TopicPartition> assigned = context.getBean(KafkaListenerEndpointRegistry.class)
-			.getListenerContainer("concurrent")
-			.getAssignedPartitions();
+	private static int assignedPartitions(TestApplication app) {
+		Collection<TopicPartition> assigned = app.container("concurrent").getAssignedPartitions();
 		return (assigned != null) ? assigned.size() : 0;
 	}
 
@@ -116,8 +106,8 @@ class ConcurrentDuplicatesIntegrationTests {
 		return count(first, outcome) + count(second, outcome);
 	}
 
-	private static double count(ConfigurableApplicationContext context, String outcome) {
-		return TestMeters.count(context, "idempotency.messages", "outcome", outcome);
+	private static double count(TestApplication app, String outcome) {
+		return app.count("idempotency.messages", "outcome", outcome);
 	}
 
 	@SpringBootConfiguration
@@ -125,26 +115,29 @@ class ConcurrentDuplicatesIntegrationTests {
 	static class App {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS concurrent_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "concurrent_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
 
-	static class Effects {
+	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "concurrent", topics = TOPIC, groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.jdbc.update("INSERT INTO concurrent_effects (message_key) VALUES (?)", key);
+			this.effects.add("concurrent", key);
 		}
 
 	}

@@ -1,24 +1,19 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.adapter.RecordFilterStrategy;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -32,29 +27,19 @@ class FilteredBatchIntegrationTests {
 
 	private static final String TOPIC = "it-filtered-batch";
 
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.type=batch");
+
 	@Test
 	void payloadBatchBehindAFilterGetsTheNewRecordsThatPassed() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"spring.kafka.listener.type=batch")) {
-			String run = UUID.randomUUID().toString().substring(0, 8);
-			send(run + "-a", run + "-ignored-1", run + "-b");
-			KafkaListenerEndpointRegistry registry = context.getBean(KafkaListenerEndpointRegistry.class);
-			registry.getListenerContainer("filtered").start();
-			TestKafka.awaitCommitted("filtered", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			registry.getListenerContainer("filtered").stop();
-			send(run + "-ignored-2", run + "-a", run + "-c", run + "-ignored-3", run + "-b", run + "-d");
-			registry.getListenerContainer("filtered").start();
-			TestKafka.awaitCommitted("filtered", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			assertThat(context.getBean(Listener.class).received()).containsExactly(run + "-a", run + "-b",
-					run + "-c", run + "-d");
-		}
-	}
-
-	private static void send(String... values) {
-		for (String value : values) {
-			TestKafka.send(TOPIC, 0, value, Map.of("X-Idempotency-Key", value));
-		}
+		String run = UUID.randomUUID().toString().substring(0, 8);
+		app.deliverInOnePoll("filtered", TOPIC, run + "-a", run + "-ignored-1", run + "-b");
+		app.deliverInOnePoll("filtered", TOPIC, run + "-ignored-2", run + "-a", run + "-c", run + "-ignored-3",
+				run + "-b", run + "-d");
+		assertThat(app.bean(Listener.class).received()).containsExactly(run + "-a", run + "-b", run + "-c",
+				run + "-d");
 	}
 
 	@SpringBootConfiguration

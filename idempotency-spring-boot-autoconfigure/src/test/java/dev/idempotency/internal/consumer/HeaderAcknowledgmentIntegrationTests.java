@@ -7,19 +7,15 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.idempotency.test.TestEffects;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -43,49 +39,34 @@ class HeaderAcknowledgmentIntegrationTests {
 
 	private static final String HEADERS = "it-header-nack-headers";
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(MESSAGES, 1);
-		TestInfrastructure.createTopic(HEADERS, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(MESSAGES, HEADERS)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
 				"spring.kafka.listener.poll-timeout=200ms");
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
 
 	@ParameterizedTest
 	@ValueSource(strings = { MESSAGES, HEADERS })
 	void aNackThroughTheHeaderHandsTheRecordBackAndItsRedeliveryIsApplied(String topic) {
 		String run = UUID.randomUUID().toString();
-		Listener listener = context.getBean(Listener.class);
+		Listener listener = app.bean(Listener.class);
 		for (int i = 0; i < 3; i++) {
 			listener.nackOnce(run + "-" + i);
-			TestKafka.send(topic, 0, run + "-" + i, Map.of("X-Idempotency-Key", run + "-" + i));
+			app.send(topic, run + "-" + i, run + "-" + i);
 		}
 		// acknowledged at once: its acknowledgment commits the offsets of the records before it
-		TestKafka.send(topic, 0, run + "-last", Map.of("X-Idempotency-Key", run + "-last"));
-		TestKafka.awaitCommitted(topic + "-group", new TopicPartition(topic, 0), Duration.ofSeconds(30));
+		app.send(topic, run + "-last", run + "-last");
+		app.awaitCommitted(topic + "-group", topic);
 		assertThat(effects(run + "-last")).isEqualTo(1);
 		for (int i = 0; i < 3; i++) {
 			assertThat(listener.nacked()).contains(run + "-" + i);
 			assertThat(effects(run + "-" + i)).as("effects of record %d, whose offset is committed", i).isEqualTo(1);
 		}
-		assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "duplicate")).isZero();
+		assertThat(app.count("idempotency.messages", "outcome", "duplicate")).isZero();
 	}
 
 	private static int effects(String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM header_ack_effects WHERE message_key = ?", Integer.class,
-				key);
+		return app.bean(TestEffects.class).count("listener", key);
 	}
 
 	@SpringBootConfiguration
@@ -93,9 +74,13 @@ class HeaderAcknowledgmentIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS header_ack_effects (message_key TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "header_ack_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
@@ -106,10 +91,10 @@ class HeaderAcknowledgmentIntegrationTests {
 
 		private final Set<String> nacked = ConcurrentHashMap.newKeySet();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		public void nackOnce(String payload) {
@@ -139,7 +124,7 @@ class HeaderAcknowledgmentIntegrationTests {
 				acknowledgment.nack(Duration.ofMillis(10));
 				return;
 			}
-			this.jdbc.update("INSERT INTO header_ack_effects (message_key) VALUES (?)", payload);
+			this.effects.add("listener", payload);
 			acknowledgment.acknowledge();
 		}
 

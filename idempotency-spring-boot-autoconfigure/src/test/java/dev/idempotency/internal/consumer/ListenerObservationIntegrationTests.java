@@ -1,27 +1,21 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.metrics.IdempotencyObservationContext;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.tck.TestObservationRegistry;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -39,27 +33,10 @@ class ListenerObservationIntegrationTests {
 
 	private static final String BATCHES = "it-observed-batches";
 
-	private static final String KEY_HEADER = "X-Idempotency-Key";
-
-	private static ConfigurableApplicationContext context;
-
-	private static TestObservationRegistry registry;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(RECORDS, 1);
-		TestInfrastructure.createTopic(BATCHES, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"spring.kafka.listener.observation-enabled=true");
-		registry = context.getBean(TestObservationRegistry.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(RECORDS, BATCHES)
+		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.observation-enabled=true");
 
 	@Test
 	void observesAProcessedRecordAndItsDuplicateUnderTheContainersObservation() {
@@ -102,14 +79,15 @@ class ListenerObservationIntegrationTests {
 				(duplicate) -> assertKeyValues(duplicate, "Observed.batch", "duplicate", "store", "true"));
 	}
 
+	// each listener's group is named after its topic
 	private static void deliver(String topic, String key, String value) {
-		TestKafka.send(topic, 0, value, Map.of(KEY_HEADER, key));
-		TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
+		app.send(topic, value, key);
+		app.awaitCommitted(topic, topic);
 	}
 
 	private static List<Observation.Context> observations(String listener) {
 		List<Observation.Context> found = new ArrayList<>();
-		registry.assertThat().hasHandledContextsThatSatisfy((contexts) -> {
+		app.bean(TestObservationRegistry.class).assertThat().hasHandledContextsThatSatisfy((contexts) -> {
 			for (Observation.Context handled : contexts) {
 				if (handled instanceof IdempotencyObservationContext observed
 						&& observed.getListener().equals(listener)) {

@@ -7,17 +7,14 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.idempotency.test.TestEffects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -41,30 +38,17 @@ class ListenerTransactionIntegrationTests {
 
 	private static final String GROUP = "listener-transaction";
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA);
 
 	@Test
 	void theListenersAndItsServicesTransactionalWorkJoinsTheClaim() {
 		String key = UUID.randomUUID().toString();
 		send(key);
 		awaitConsumed();
-		Ledger ledger = context.getBean(Ledger.class);
+		Ledger ledger = app.bean(Ledger.class);
 		// the claim, not committed yet, is visible to the listener and its service: one
 		// transaction; a REQUIRES_NEW transaction does not see it
 		assertThat(ledger.claimSeenBy(key)).containsExactlyInAnyOrder("listener", "service");
@@ -76,7 +60,7 @@ class ListenerTransactionIntegrationTests {
 	@Test
 	void aFailureAfterTheWritesRollsThemBackWithTheClaimAndTheRetryAppliesOnce() {
 		String key = UUID.randomUUID().toString();
-		Ledger ledger = context.getBean(Ledger.class);
+		Ledger ledger = app.bean(Ledger.class);
 		ledger.failOnce(key);
 		send(key);
 		send(key);
@@ -92,7 +76,7 @@ class ListenerTransactionIntegrationTests {
 	@Test
 	void workInARequiresNewTransactionIsNotCoveredAndRunsAgainOnTheRetry() {
 		String key = UUID.randomUUID().toString();
-		Ledger ledger = context.getBean(Ledger.class);
+		Ledger ledger = app.bean(Ledger.class);
 		ledger.failOnce(key);
 		send(key);
 		awaitConsumed();
@@ -103,22 +87,19 @@ class ListenerTransactionIntegrationTests {
 	}
 
 	private static void send(String key) {
-		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		app.send(TOPIC, key, key);
 	}
 
 	private static void awaitConsumed() {
-		TestKafka.awaitCommitted(GROUP, new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
+		app.awaitCommitted(GROUP, TOPIC, Duration.ofSeconds(60));
 	}
 
 	private static int effects(String key, String writer) {
-		return jdbc.queryForObject("SELECT count(*) FROM transaction_effects WHERE message_key = ? AND writer = ?",
-				Integer.class, key, writer);
+		return app.bean(TestEffects.class).count(writer, key);
 	}
 
 	private static int claims(String key) {
-		return jdbc.queryForObject(
-				"SELECT count(*) FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-				Integer.class, GROUP, key);
+		return TestEffects.processedKeys(app.jdbc(), GROUP, key);
 	}
 
 	@SpringBootConfiguration
@@ -126,15 +107,18 @@ class ListenerTransactionIntegrationTests {
 	static class App {
 
 		@Bean
-		Writer writer(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS transaction_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL, writer TEXT NOT NULL)");
-			return new Writer(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "transaction_effects");
 		}
 
 		@Bean
-		Ledger ledger(JdbcTemplate jdbc, Writer writer) {
-			return new Ledger(jdbc, writer);
+		Writer writer(JdbcTemplate jdbc, TestEffects effects) {
+			return new Writer(jdbc, effects);
+		}
+
+		@Bean
+		Ledger ledger(JdbcTemplate jdbc, TestEffects effects, Writer writer) {
+			return new Ledger(jdbc, effects, writer);
 		}
 
 		@Bean
@@ -154,10 +138,13 @@ class ListenerTransactionIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
+		private final TestEffects effects;
+
 		private final Writer writer;
 
-		Ledger(JdbcTemplate jdbc, Writer writer) {
+		Ledger(JdbcTemplate jdbc, TestEffects effects, Writer writer) {
 			this.jdbc = jdbc;
+			this.effects = effects;
 			this.writer = writer;
 		}
 
@@ -170,7 +157,7 @@ class ListenerTransactionIntegrationTests {
 			if (Writer.claimVisible(this.jdbc, key)) {
 				seenBy.add("listener");
 			}
-			this.jdbc.update("INSERT INTO transaction_effects (message_key, writer) VALUES (?, 'listener')", key);
+			this.effects.add("listener", key);
 			this.writer.write(key, seenBy);
 			this.writer.writeInNewTransaction(key, seenBy);
 			if (this.failOnce.remove(key)) {
@@ -196,8 +183,11 @@ class ListenerTransactionIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
-		Writer(JdbcTemplate jdbc) {
+		private final TestEffects effects;
+
+		Writer(JdbcTemplate jdbc, TestEffects effects) {
 			this.jdbc = jdbc;
+			this.effects = effects;
 		}
 
 		@Transactional
@@ -205,7 +195,7 @@ class ListenerTransactionIntegrationTests {
 			if (claimVisible(this.jdbc, key)) {
 				claimSeenBy.add("service");
 			}
-			this.jdbc.update("INSERT INTO transaction_effects (message_key, writer) VALUES (?, 'service')", key);
+			this.effects.add("service", key);
 		}
 
 		@Transactional(propagation = Propagation.REQUIRES_NEW)
@@ -213,13 +203,11 @@ class ListenerTransactionIntegrationTests {
 			if (claimVisible(this.jdbc, key)) {
 				claimSeenBy.add("requires-new");
 			}
-			this.jdbc.update("INSERT INTO transaction_effects (message_key, writer) VALUES (?, 'requires-new')", key);
+			this.effects.add("requires-new", key);
 		}
 
 		static boolean claimVisible(JdbcTemplate jdbc, String key) {
-			return jdbc.queryForObject(
-					"SELECT count(*) FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-					Integer.class, GROUP, key) == 1;
+			return TestEffects.processedKeys(jdbc, GROUP, key) == 1;
 		}
 
 	}

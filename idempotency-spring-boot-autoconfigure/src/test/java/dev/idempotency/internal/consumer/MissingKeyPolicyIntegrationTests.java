@@ -1,31 +1,24 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BiConsumer;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyKeyMissingException;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import io.micrometer.core.instrument.MeterRegistry;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * The {@code reject} and {@code skip} missing-key policies against a real broker and
@@ -37,52 +30,48 @@ class MissingKeyPolicyIntegrationTests {
 	@Test
 	void rejectHandsTheRecordToTheErrorHandlerWithoutInvokingTheListener() {
 		String topic = "it-reject";
-		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=reject", "test.topic=" + topic)) {
-			String keyed = UUID.randomUUID().toString();
-			TestKafka.send(topic, 0, "no-key", Map.of());
-			TestKafka.send(topic, 0, keyed, Map.of("X-Idempotency-Key", keyed));
-			awaitConsumed(topic);
-			Policy listener = context.getBean(Policy.class);
+		consumeAKeylessThenAKeyedRecord("reject", topic, (app, keyed) -> {
+			Policy listener = app.bean(Policy.class);
 			assertThat(listener.received()).containsExactly(keyed);
-			assertThat(context.getBean(Recovered.class).exceptions())
+			assertThat(app.bean(Recovered.class).exceptions())
 				.singleElement()
 				.isInstanceOf(IdempotencyKeyMissingException.class);
-			assertThat(rejected(context)).isEqualTo(1.0);
-			assertThat(context.getBean(JdbcTemplate.class)
-				.queryForObject("SELECT count(*) FROM processed_messages WHERE consumer_group = ?", Integer.class,
-						topic))
+			assertThat(rejected(app)).isEqualTo(1.0);
+			assertThat(app.rows("SELECT count(*) FROM processed_messages WHERE consumer_group = ?", topic))
 				.isEqualTo(1);
-		}
+		});
 	}
 
 	@Test
 	void skipAcknowledgesTheRecordWithoutInvokingTheListener() {
-		String topic = "it-skip";
-		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=skip", "test.topic=" + topic)) {
-			String keyed = UUID.randomUUID().toString();
-			TestKafka.send(topic, 0, "no-key", Map.of());
-			TestKafka.send(topic, 0, keyed, Map.of("X-Idempotency-Key", keyed));
-			awaitConsumed(topic);
-			assertThat(context.getBean(Policy.class).received()).containsExactly(keyed);
-			assertThat(context.getBean(Recovered.class).exceptions()).isEmpty();
-			assertThat(rejected(context)).isEqualTo(1.0);
-		}
+		consumeAKeylessThenAKeyedRecord("skip", "it-skip", (app, keyed) -> {
+			assertThat(app.bean(Policy.class).received()).containsExactly(keyed);
+			assertThat(app.bean(Recovered.class).exceptions()).isEmpty();
+			assertThat(rejected(app)).isEqualTo(1.0);
+		});
 	}
 
-	private static void awaitConsumed(String topic) {
-		TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
+	/**
+	 * Run an application with a missing-key policy and its listener (and group) on a
+	 * topic, send it a record without key, then one with a key, wait until both are
+	 * consumed, and check the outcome while the application runs.
+	 */
+	private static void consumeAKeylessThenAKeyedRecord(String policy, String topic,
+			BiConsumer<TestApplication, String> then) {
+		TestApplication.of(App.class)
+			.topics(topic)
+			.properties(TestApplications.WITHOUT_JPA, "idempotency.missing-key=" + policy, "test.topic=" + topic)
+			.run((app) -> {
+				String keyed = UUID.randomUUID().toString();
+				app.send(topic, "no-key", null);
+				app.send(topic, keyed, keyed);
+				app.awaitCommitted(topic, topic);
+				then.accept(app, keyed);
+			});
 	}
 
-	private static double rejected(ConfigurableApplicationContext context) {
-		return context.getBean(MeterRegistry.class)
-			.get("idempotency.messages")
-			.tags("listener", "Policy.on", "outcome", "rejected", "source", "none")
-			.counter()
-			.count();
+	private static double rejected(TestApplication app) {
+		return app.count("idempotency.messages", "listener", "Policy.on", "outcome", "rejected", "source", "none");
 	}
 
 	@SpringBootConfiguration

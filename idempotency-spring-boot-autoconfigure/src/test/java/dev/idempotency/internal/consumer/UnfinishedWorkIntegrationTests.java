@@ -2,24 +2,21 @@ package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.idempotency.test.TestEffects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -43,25 +40,10 @@ class UnfinishedWorkIntegrationTests {
 
 	private static final String ABORTED_BATCHES = "it-unfinished-aborted-batch";
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(FUTURES, 1);
-		TestInfrastructure.createTopic(ABORTED, 1);
-		TestInfrastructure.createTopic(ABORTED_BATCHES, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA);
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(FUTURES, ABORTED, ABORTED_BATCHES)
+		.properties(TestApplications.WITHOUT_JPA);
 
 	/**
 	 * A listener declared to return {@code Object} that returns work still under way (a
@@ -72,8 +54,7 @@ class UnfinishedWorkIntegrationTests {
 	@Test
 	void aFutureReturnedAtRunTimeIsRefusedAndTheRecordGoesToTheRecoverer() {
 		String key = sendAndAwaitRecovery(FUTURES, "still under way");
-		assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE idempotency_key = ?",
-				Integer.class, key))
+		assertThat(app.rows("SELECT count(*) FROM processed_messages WHERE idempotency_key = ?", key))
 			.as("claims of the record").isZero();
 		// the work was cancelled before it started
 		await().pollDelay(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(2)).until(() -> true);
@@ -94,16 +75,16 @@ class UnfinishedWorkIntegrationTests {
 
 	private static String sendAndAwaitRecovery(String topic, String failure) {
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(topic, 0, key, Map.of("X-Idempotency-Key", key));
-		RecordingBatches recorded = context.getBean(RecordingBatches.class);
-		await().atMost(Duration.ofSeconds(30))
+		app.send(topic, key, key);
+		RecordingBatches recorded = app.bean(RecordingBatches.class);
+		await().atMost(TestApplication.TIMEOUT)
 			.until(() -> recorded.recovered().stream().anyMatch((record) -> key.equals(record.value())));
 		assertThat(recorded.exceptions()).anySatisfy((exception) -> assertThat(exception).hasMessageContaining(failure));
 		return key;
 	}
 
 	private static int effects(String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM unfinished_effects WHERE message_key = ?", Integer.class, key);
+		return app.bean(TestEffects.class).count("listener", key);
 	}
 
 	@SpringBootConfiguration
@@ -121,11 +102,15 @@ class UnfinishedWorkIntegrationTests {
 		}
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS unfinished_effects (message_key TEXT NOT NULL)");
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "unfinished_effects");
+		}
+
+		@Bean
+		Listener listener(JdbcTemplate jdbc, TestEffects effects) {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS unfinished_unique (id INT PRIMARY KEY)");
 			jdbc.execute("INSERT INTO unfinished_unique VALUES (1) ON CONFLICT DO NOTHING");
-			return new Listener(jdbc);
+			return new Listener(jdbc, effects);
 		}
 
 	}
@@ -134,8 +119,11 @@ class UnfinishedWorkIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
-		Listener(JdbcTemplate jdbc) {
+		private final TestEffects effects;
+
+		Listener(JdbcTemplate jdbc, TestEffects effects) {
 			this.jdbc = jdbc;
+			this.effects = effects;
 		}
 
 		@KafkaListener(topics = FUTURES, groupId = "unfinished-future")
@@ -143,7 +131,7 @@ class UnfinishedWorkIntegrationTests {
 		public Object future(String payload) {
 			// runs, and fails, once the claim has long committed
 			return CompletableFuture.runAsync(() -> {
-				this.jdbc.update("INSERT INTO unfinished_effects (message_key) VALUES (?)", payload);
+				this.effects.add("listener", payload);
 				throw new IllegalStateException("downstream unavailable");
 			}, CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS));
 		}
@@ -161,7 +149,7 @@ class UnfinishedWorkIntegrationTests {
 		}
 
 		private void insertTwice(String payload) {
-			this.jdbc.update("INSERT INTO unfinished_effects (message_key) VALUES (?)", payload);
+			this.effects.add("listener", payload);
 			try {
 				this.jdbc.update("INSERT INTO unfinished_unique VALUES (1)");
 			}
