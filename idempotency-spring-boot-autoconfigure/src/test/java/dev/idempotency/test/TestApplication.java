@@ -180,4 +180,24 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 		return (count != null) ? count : 0;
 	}
 
+	/**
+	 * Wait, at most as long as given, until a group has committed every record sent to
+	 * partition 0 of a topic so far: for records that wait out an outage or a held key.
+	 * @param group the consumer group
+	 * @param topic the topic
+	 * @param timeout how long to wait at most
+	 */
+	public void awaitCommitted(String group, String topic, Duration timeout) {
+		TestKafka.awaitCommitted(group, new TopicPartition(topic, 0), timeout);
+	}
+
+	/**
+	 * Close the application now rather than after the class: for an {@code @AfterAll}
+	 * method that stops a server the application uses (the extension closes the
+	 * application only after such methods), so that the application does not outlive it.
+	 */
+	public void close() {
+		afterAll(null);
+	}
+
 }
