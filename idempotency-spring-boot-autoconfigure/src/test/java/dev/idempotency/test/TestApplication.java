@@ -183,7 +183,8 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 
 	/**
 	 * Wait until a group has committed every record sent to partition 0 of a topic so far,
-	 * for a test that allows more (or less) time than {@link #TIMEOUT}.
+	 * for a test that allows more (or less) time than {@link #TIMEOUT}: records that wait
+	 * out an outage or a held key.
 	 * @param group the consumer group
 	 * @param topic the topic
 	 * @param timeout how long to wait at most
@@ -224,6 +225,15 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 		finally {
 			afterAll(null);
 		}
+	}
+
+	/**
+	 * Close the application now rather than after the class: for an {@code @AfterAll}
+	 * method that stops a server the application uses (the extension closes the
+	 * application only after such methods), so that the application does not outlive it.
+	 */
+	public void close() {
+		afterAll(null);
 	}
 
 }

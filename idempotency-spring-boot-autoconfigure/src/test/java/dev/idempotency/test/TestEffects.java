@@ -76,4 +76,18 @@ public final class TestEffects {
 		return (count != null) ? count : 0;
 	}
 
+	/**
+	 * The status of a key's claim in the processed-messages table.
+	 * @param jdbc a template on the store's database
+	 * @param group the consumer group (scope)
+	 * @param key the key
+	 * @return its status, such as {@code COMPLETED}, or {@code null} when not claimed
+	 */
+	public static String status(JdbcTemplate jdbc, String group, String key) {
+		List<String> status = jdbc.queryForList(
+				"SELECT status FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?", String.class,
+				group, key);
+		return status.isEmpty() ? null : status.get(0);
+	}
+
 }

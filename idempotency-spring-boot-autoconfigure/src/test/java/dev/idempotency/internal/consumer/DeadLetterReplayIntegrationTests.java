@@ -1,25 +1,23 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -41,65 +39,60 @@ class DeadLetterReplayIntegrationTests {
 
 	private static final String TOPIC = "it-dlt-replay";
 
+	private static final String DLT = TOPIC + "-dlt";
+
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC, DLT)
+		.properties(TestApplications.WITHOUT_JPA);
+
 	@Test
 	void recordReplayedFromTheDeadLetterTopicIsAppliedOnce() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		TestInfrastructure.createTopic(TOPIC + "-dlt", 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class,
-				TestApplications.WITHOUT_JPA)) {
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			Listener listener = context.getBean(Listener.class);
-			String keyed = UUID.randomUUID() + "-keyed";
-			String keyless = UUID.randomUUID() + "-keyless";
-			listener.broken(keyed);
-			listener.broken(keyless);
-			TestKafka.send(TOPIC, 0, keyed, Map.of("X-Idempotency-Key", keyed));
-			TestKafka.send(TOPIC, 0, keyless, Map.of());
-			String keylessKey = TOPIC + "-0-" + (TestKafka.endOffset(new TopicPartition(TOPIC, 0)) - 1);
-			TestKafka.awaitCommitted("dlt-main", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			await().atMost(Duration.ofSeconds(30))
-				.untilAsserted(() -> assertThat(TestKafka.endOffset(new TopicPartition(TOPIC + "-dlt", 0))).isEqualTo(2));
-			assertThat(effects(jdbc, keyed)).isZero();
-			KafkaListenerEndpointRegistry registry = context.getBean(KafkaListenerEndpointRegistry.class);
-			// another service reads the dead-letter topic first; its group's name starts with
-			// the failing group's, but its suffix is not the one the dead-letter topic has
-			registry.getListenerContainer("dlt-alerts").start();
-			TopicPartition dltPartition = new TopicPartition(TOPIC + "-dlt", 0);
-			TestKafka.awaitCommitted("dlt-main-alerts", dltPartition, Duration.ofSeconds(30));
-			assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE consumer_group = "
-					+ "'dlt-main-alerts' AND idempotency_key IN (?, ?)", Integer.class, keyed, keylessKey))
-				.isEqualTo(2);
-			// the cause is fixed; an operator replays the dead-letter topic
-			listener.fixed();
-			MessageListenerContainer replayer = registry.getListenerContainer("dlt-replayer");
-			replayer.start();
-			TopicPartition dlt = new TopicPartition(TOPIC + "-dlt", 0);
-			TestKafka.awaitCommitted("dlt-main-dlt", dlt, Duration.ofSeconds(30));
-			assertThat(effects(jdbc, keyed)).isEqualTo(1);
-			assertThat(effects(jdbc, keyless)).isEqualTo(1);
-			// and replays both topics again from the start
-			replayer.stop();
-			MessageListenerContainer main = registry.getListenerContainer("dlt-main");
-			main.stop();
-			TestKafka.resetOffset("dlt-main-dlt", dlt, 0);
-			TestKafka.resetOffset("dlt-main", new TopicPartition(TOPIC, 0), 0);
-			replayer.start();
-			main.start();
-			TestKafka.awaitCommitted("dlt-main-dlt", dlt, Duration.ofSeconds(30));
-			TestKafka.awaitCommitted("dlt-main", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			assertThat(effects(jdbc, keyed)).isEqualTo(1);
-			assertThat(effects(jdbc, keyless)).isEqualTo(1);
-			// a service of its own that reads the dead-letter topic claims in its own scope
-			registry.getListenerContainer("dlt-notifier").start();
-			TestKafka.awaitCommitted("dlt-notifier", dlt, Duration.ofSeconds(30));
-			assertThat(jdbc.queryForObject("SELECT count(*) FROM processed_messages WHERE consumer_group = "
-					+ "'dlt-notifier' AND idempotency_key IN (?, ?)", Integer.class, keyed, keylessKey))
-				.isEqualTo(2);
-		}
-	}
-
-	private static int effects(JdbcTemplate jdbc, String value) {
-		return jdbc.queryForObject("SELECT count(*) FROM dlt_effects WHERE message = ?", Integer.class, value);
+		TestEffects effects = app.bean(TestEffects.class);
+		Listener listener = app.bean(Listener.class);
+		String keyed = UUID.randomUUID() + "-keyed";
+		String keyless = UUID.randomUUID() + "-keyless";
+		listener.broken(keyed);
+		listener.broken(keyless);
+		app.send(TOPIC, keyed, keyed);
+		app.send(TOPIC, keyless, null);
+		String keylessKey = TOPIC + "-0-" + (TestKafka.endOffset(new TopicPartition(TOPIC, 0)) - 1);
+		app.awaitCommitted("dlt-main", TOPIC);
+		await().atMost(TestApplication.TIMEOUT)
+			.untilAsserted(() -> assertThat(TestKafka.endOffset(new TopicPartition(DLT, 0))).isEqualTo(2));
+		assertThat(effects.count("dlt", keyed)).isZero();
+		// another service reads the dead-letter topic first; its group's name starts with
+		// the failing group's, but its suffix is not the one the dead-letter topic has
+		app.container("dlt-alerts").start();
+		app.awaitCommitted("dlt-main-alerts", DLT);
+		assertThat(app.rows("SELECT count(*) FROM processed_messages WHERE consumer_group = "
+				+ "'dlt-main-alerts' AND idempotency_key IN (?, ?)", keyed, keylessKey))
+			.isEqualTo(2);
+		// the cause is fixed; an operator replays the dead-letter topic
+		listener.fixed();
+		MessageListenerContainer replayer = app.container("dlt-replayer");
+		replayer.start();
+		app.awaitCommitted("dlt-main-dlt", DLT);
+		assertThat(effects.count("dlt", keyed)).isEqualTo(1);
+		assertThat(effects.count("dlt", keyless)).isEqualTo(1);
+		// and replays both topics again from the start
+		replayer.stop();
+		MessageListenerContainer main = app.container("dlt-main");
+		main.stop();
+		TestKafka.resetOffset("dlt-main-dlt", new TopicPartition(DLT, 0), 0);
+		TestKafka.resetOffset("dlt-main", new TopicPartition(TOPIC, 0), 0);
+		replayer.start();
+		main.start();
+		app.awaitCommitted("dlt-main-dlt", DLT);
+		app.awaitCommitted("dlt-main", TOPIC);
+		assertThat(effects.count("dlt", keyed)).isEqualTo(1);
+		assertThat(effects.count("dlt", keyless)).isEqualTo(1);
+		// a service of its own that reads the dead-letter topic claims in its own scope
+		app.container("dlt-notifier").start();
+		app.awaitCommitted("dlt-notifier", DLT);
+		assertThat(app.rows("SELECT count(*) FROM processed_messages WHERE consumer_group = "
+				+ "'dlt-notifier' AND idempotency_key IN (?, ?)", keyed, keylessKey))
+			.isEqualTo(2);
 	}
 
 	@SpringBootConfiguration
@@ -107,9 +100,13 @@ class DeadLetterReplayIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS dlt_effects (id BIGSERIAL PRIMARY KEY, message TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "dlt_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 		@Bean
@@ -123,10 +120,10 @@ class DeadLetterReplayIntegrationTests {
 
 		private final Set<String> broken = ConcurrentHashMap.newKeySet();
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		public void broken(String value) {
@@ -143,25 +140,25 @@ class DeadLetterReplayIntegrationTests {
 			apply(value);
 		}
 
-		@KafkaListener(id = "dlt-replayer", topics = TOPIC + "-dlt", groupId = "dlt-main-dlt", autoStartup = "false")
+		@KafkaListener(id = "dlt-replayer", topics = DLT, groupId = "dlt-main-dlt", autoStartup = "false")
 		@Idempotent
 		public void replay(String value) {
 			apply(value);
 		}
 
-		@KafkaListener(id = "dlt-alerts", topics = TOPIC + "-dlt", groupId = "dlt-main-alerts",
-				autoStartup = "false")
+		@KafkaListener(id = "dlt-alerts", topics = DLT, groupId = "dlt-main-alerts", autoStartup = "false")
 		@Idempotent
 		public void alert(String value) {
 		}
 
-		@KafkaListener(id = "dlt-notifier", topics = TOPIC + "-dlt", groupId = "dlt-notifier", autoStartup = "false")
+		@KafkaListener(id = "dlt-notifier", topics = DLT, groupId = "dlt-notifier", autoStartup = "false")
 		@Idempotent
 		public void notifyOf(String value) {
 		}
 
+		// both listeners of the group apply the same effect: one count of it
 		private void apply(String value) {
-			this.jdbc.update("INSERT INTO dlt_effects (message) VALUES (?)", value);
+			this.effects.add("dlt", value);
 			if (this.broken.contains(value)) {
 				throw new IllegalStateException("Broken until fixed");
 			}

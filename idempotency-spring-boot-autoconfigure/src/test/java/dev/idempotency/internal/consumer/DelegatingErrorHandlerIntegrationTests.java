@@ -1,23 +1,20 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -37,22 +34,21 @@ class DelegatingErrorHandlerIntegrationTests {
 
 	private static final String TOPIC = "it-delegating";
 
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.missing-key=reject");
+
 	@Test
 	void aRecordWithoutKeyReachesTheDelegatesRecovererAtOnce() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.missing-key=reject")) {
-			Listener listener = context.getBean(Listener.class);
-			String keyed = UUID.randomUUID().toString();
-			TestKafka.send(TOPIC, 0, "no-key", Map.of());
-			TestKafka.send(TOPIC, 0, keyed, Map.of("X-Idempotency-Key", keyed));
-			TestKafka.awaitCommitted("delegating", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			assertThat(listener.recovered()).containsExactly("no-key");
-			assertThat(listener.exceptions().get(0)).isInstanceOf(IdempotencyKeyMissingException.class);
-			assertThat(context.getBean(JdbcTemplate.class)
-				.queryForObject("SELECT count(*) FROM delegating_effects WHERE message = ?", Integer.class, keyed))
-				.isEqualTo(1);
-		}
+		Listener listener = app.bean(Listener.class);
+		String keyed = UUID.randomUUID().toString();
+		app.send(TOPIC, "no-key", null);
+		app.send(TOPIC, keyed, keyed);
+		app.awaitCommitted("delegating", TOPIC);
+		assertThat(listener.recovered()).containsExactly("no-key");
+		assertThat(listener.exceptions().get(0)).isInstanceOf(IdempotencyKeyMissingException.class);
+		assertThat(app.bean(TestEffects.class).count("delegating", keyed)).isEqualTo(1);
 	}
 
 	@SpringBootConfiguration
@@ -60,9 +56,13 @@ class DelegatingErrorHandlerIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS delegating_effects (message TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "delegating_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 		// retries without end unless told an exception is not retryable
@@ -79,20 +79,20 @@ class DelegatingErrorHandlerIntegrationTests {
 
 	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
 		private final List<String> recovered = new CopyOnWriteArrayList<>();
 
 		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "delegating", topics = TOPIC, groupId = "delegating")
 		@Idempotent
 		public void on(String value) {
-			this.jdbc.update("INSERT INTO delegating_effects (message) VALUES (?)", value);
+			this.effects.add("delegating", value);
 		}
 
 		void recover(ConsumerRecord<?, ?> record, Exception ex) {

@@ -1,27 +1,26 @@
 package dev.idempotency.internal.consumer;
 
 import java.net.URI;
-import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
+import javax.sql.DataSource;
+
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestProxy;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
@@ -43,37 +42,33 @@ class InfrastructureOutageIntegrationTests {
 
 	private static final String BATCHES = "it-outage-batch";
 
-	private static TestProxy database;
+	private static final TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
 
-	private static ConfigurableApplicationContext context;
+	// the application's database, which a test can cut off
+	private static final TestProxy database = new TestProxy(uri().getHost(), uri().getPort());
 
-	private static JdbcTemplate direct;
+	// the database, not through the proxy
+	private static final DataSource direct = new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(),
+			postgres.password());
 
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		TestInfrastructure.createTopic(BATCHES, 1);
-		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
-		URI uri = URI.create(postgres.jdbcUrl().substring("jdbc:".length()));
-		database = new TestProxy(uri.getHost(), uri.getPort());
-		String proxied = postgres.jdbcUrl().replace(":" + uri.getPort() + "/", ":" + database.port() + "/");
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "spring.datasource.url=" + proxied,
+	private static final TestEffects effects = new TestEffects(new JdbcTemplate(direct), "outage_effects");
+
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC, BATCHES)
+		.properties(TestApplications.WITHOUT_JPA,
+				"spring.datasource.url="
+						+ postgres.jdbcUrl().replace(":" + uri().getPort() + "/", ":" + database.port() + "/"),
 				// each attempt fails fast, so the default handler's ten attempts take well under a second
-				"spring.datasource.hikari.connection-timeout=250", "spring.datasource.hikari.maximum-pool-size=2", "spring.kafka.consumer.fetch-max-wait=50ms",
-				"idempotency.lock-timeout=100ms", "idempotency.infrastructure-retry.initial-interval=100ms",
+				"spring.datasource.hikari.connection-timeout=250", "spring.datasource.hikari.maximum-pool-size=2",
+				"spring.kafka.consumer.fetch-max-wait=50ms", "idempotency.lock-timeout=100ms",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
-		direct = new JdbcTemplate(new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(),
-				postgres.password()));
-	}
 
 	@AfterAll
 	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-		if (database != null) {
-			database.close();
-		}
+		app.close();
+		database.close();
 	}
 
 	@Test
@@ -82,7 +77,7 @@ class InfrastructureOutageIntegrationTests {
 		database.cut();
 		try {
 			for (int i = 0; i < 5; i++) {
-				TestKafka.send(TOPIC, 0, run + "-" + i, Map.of("X-Idempotency-Key", run + "-" + i));
+				app.send(TOPIC, run + "-" + i, run + "-" + i);
 			}
 			// far longer than ten attempts of 250 ms
 			Thread.sleep(8000);
@@ -90,30 +85,24 @@ class InfrastructureOutageIntegrationTests {
 		finally {
 			database.restore();
 		}
-		TestKafka.awaitCommitted("outage", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
+		app.awaitCommitted("outage", TOPIC, Duration.ofSeconds(60));
 		for (int i = 0; i < 5; i++) {
-			assertThat(effects(run + "-" + i)).as("effects of record %d", i).isEqualTo(1);
+			assertThat(effects("outage", run + "-" + i)).as("effects of record %d", i).isEqualTo(1);
 		}
 	}
 
 	@Test
 	void recordWhoseKeyAnotherConsumerHoldsIsAppliedOnceTheHolderLetsGo() throws Exception {
 		String key = UUID.randomUUID().toString();
-		try (Connection holder = direct.getDataSource().getConnection()) {
-			holder.setAutoCommit(false);
-			try (Statement statement = holder.createStatement()) {
-				// another consumer's claim of the key, in a transaction that stays open
-				statement.executeUpdate("INSERT INTO processed_messages (consumer_group, idempotency_key) "
-						+ "VALUES ('outage', '" + key + "')");
-			}
-			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		// another consumer's claim of the key, in a transaction that stays open
+		try (HeldKey held = HeldKey.hold(direct, "outage", key)) {
+			app.send(TOPIC, key, key);
 			// far longer than ten claims that each give up after the 100 ms lock timeout
 			Thread.sleep(8000);
 			// the other consumer fails: its claim rolls back, so this record must be applied
-			holder.rollback();
 		}
-		TestKafka.awaitCommitted("outage", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
-		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(effects(key)).isEqualTo(1));
+		app.awaitCommitted("outage", TOPIC, Duration.ofSeconds(60));
+		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(effects("outage", key)).isEqualTo(1));
 	}
 
 	@Test
@@ -122,7 +111,7 @@ class InfrastructureOutageIntegrationTests {
 		database.cut();
 		try {
 			for (String key : new String[] { "g1", "g2", "poison", "g3" }) {
-				TestKafka.send(BATCHES, 0, run + "-" + key, Map.of("X-Idempotency-Key", run + "-" + key));
+				app.send(BATCHES, run + "-" + key, run + "-" + key);
 			}
 			Thread.sleep(3000);
 		}
@@ -131,16 +120,19 @@ class InfrastructureOutageIntegrationTests {
 		}
 		// the poison is a failure of the application: after the outage, the default error
 		// handler retries it and gives it up, rather than retrying it without end
-		TestKafka.awaitCommitted("outage-batch", new TopicPartition(BATCHES, 0), Duration.ofSeconds(90));
+		app.awaitCommitted("outage-batch", BATCHES, Duration.ofSeconds(90));
 		for (String key : new String[] { "g1", "g2", "g3" }) {
-			assertThat(effects(run + "-" + key)).as("effects of %s", key).isEqualTo(1);
+			assertThat(effects("outage-batch", run + "-" + key)).as("effects of %s", key).isEqualTo(1);
 		}
-		assertThat(effects(run + "-poison")).isZero();
+		assertThat(effects("outage-batch", run + "-poison")).isZero();
 	}
 
-	private static int effects(String key) {
-		return direct.queryForObject("SELECT count(*) FROM outage_effects WHERE message_key = ?", Integer.class,
-				key);
+	private static URI uri() {
+		return URI.create(postgres.jdbcUrl().substring("jdbc:".length()));
+	}
+
+	private static int effects(String listener, String key) {
+		return effects.count(listener, key);
 	}
 
 	@SpringBootConfiguration
@@ -148,20 +140,23 @@ class InfrastructureOutageIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS outage_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "outage_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
 
 	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "outage-batch", topics = BATCHES, groupId = "outage-batch", batch = "true")
@@ -171,14 +166,14 @@ class InfrastructureOutageIntegrationTests {
 				if (records.get(i).value().endsWith("-poison")) {
 					throw new BatchListenerFailedException("Poison", i);
 				}
-				this.jdbc.update("INSERT INTO outage_effects (message_key) VALUES (?)", records.get(i).value());
+				this.effects.add("outage-batch", records.get(i).value());
 			}
 		}
 
 		@KafkaListener(id = "outage", topics = TOPIC, groupId = "outage")
 		@Idempotent
 		public void on(String payload) {
-			this.jdbc.update("INSERT INTO outage_effects (message_key) VALUES (?)", payload);
+			this.effects.add("outage", payload);
 		}
 
 	}

@@ -1,24 +1,20 @@
 package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.idempotency.test.TestEffects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -41,110 +37,55 @@ class KafkaTransactionRetryIntegrationTests {
 
 	private static final String RECOVERED = "it-kafka-tx-recovered";
 
-	private static ConfigurableApplicationContext context;
+	private static final String[] PROPERTIES = { TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+			"idempotency.infrastructure-retry.initial-interval=100ms",
+			"idempotency.infrastructure-retry.max-interval=500ms",
+			"idempotency.transaction-manager=transactionManager" };
 
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
-				"idempotency.infrastructure-retry.initial-interval=100ms",
-				"idempotency.infrastructure-retry.max-interval=500ms",
-				"spring.kafka.producer.transaction-id-prefix=kafka-tx-retry-",
-				"idempotency.transaction-manager=transactionManager");
-	}
+	// with the default after-rollback processor
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(PROPERTIES)
+		.properties("spring.kafka.producer.transaction-id-prefix=kafka-tx-retry-", "test.topic=" + TOPIC,
+				"test.group=kafka-tx-retry");
 
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	// with an after-rollback processor that recovers a record after three attempts
+	@RegisterExtension
+	static final TestApplication recovering = TestApplication.of(RecoveringApp.class)
+		.topics(RECOVERED)
+		.properties(PROPERTIES)
+		.properties("spring.kafka.producer.transaction-id-prefix=kafka-tx-recovered-", "test.topic=" + RECOVERED,
+				"test.group=kafka-tx-recovered");
 
 	@Test
 	void aRecordWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 		String key = UUID.randomUUID().toString();
 		// another consumer's claim of the key, in a transaction that stays open
-		try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "kafka-tx-retry", key)) {
-			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		try (HeldKey held = HeldKey.hold(app.jdbc().getDataSource(), "kafka-tx-retry", key)) {
+			app.send(TOPIC, key, key);
 			// far longer than the default after-rollback processor's ten claims that each give up after 100 ms
 			Thread.sleep(6000);
 			// then the other consumer fails: its claim rolls back, so this record must be applied
 		}
-		TestKafka.awaitCommitted("kafka-tx-retry", new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
-		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
-				"SELECT count(*) FROM kafka_tx_retry_effects WHERE message_key = ?", Integer.class, key))
-			.isEqualTo(1));
+		app.awaitCommitted("kafka-tx-retry", TOPIC, Duration.ofSeconds(60));
+		await().atMost(Duration.ofSeconds(10))
+			.untilAsserted(() -> assertThat(app.bean(TestEffects.class).count("kafka-tx", key)).isEqualTo(1));
 	}
 
 	@Test
 	void aRecordWhoseKeyIsHeldNeverReachesTheAfterRollbackProcessorsRecoverer() throws Exception {
-		TestInfrastructure.createTopic(RECOVERED, 1);
-		try (ConfigurableApplicationContext recovering = TestApplications.run(RecoveringApp.class,
-				TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
-				"idempotency.infrastructure-retry.initial-interval=100ms",
-				"idempotency.infrastructure-retry.max-interval=500ms",
-				"spring.kafka.producer.transaction-id-prefix=kafka-tx-recovered-",
-				"idempotency.transaction-manager=transactionManager")) {
-			JdbcTemplate jdbc = recovering.getBean(JdbcTemplate.class);
-			RecordingBatches recoverer = recovering.getBean(RecordingBatches.class);
-			String key = UUID.randomUUID().toString();
-			try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "kafka-tx-recovered", key)) {
-				TestKafka.send(RECOVERED, 0, key, Map.of("X-Idempotency-Key", key));
-				// the processor's three attempts each give up after 100 ms
-				Thread.sleep(4000);
-			}
-			TestKafka.awaitCommitted("kafka-tx-recovered", new TopicPartition(RECOVERED, 0), Duration.ofSeconds(60));
-			assertThat(recoverer.recovered()).isEmpty();
-			await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(jdbc.queryForObject(
-					"SELECT count(*) FROM kafka_tx_retry_effects WHERE message_key = ?", Integer.class, key))
-				.isEqualTo(1));
+		RecordingBatches recoverer = recovering.bean(RecordingBatches.class);
+		String key = UUID.randomUUID().toString();
+		try (HeldKey held = HeldKey.hold(recovering.jdbc().getDataSource(), "kafka-tx-recovered", key)) {
+			recovering.send(RECOVERED, key, key);
+			// the processor's three attempts each give up after 100 ms
+			Thread.sleep(4000);
 		}
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class RecoveringApp {
-
-		@Bean
-		DataSourceTransactionManager transactionManager(DataSource dataSource) {
-			return new DataSourceTransactionManager(dataSource);
-		}
-
-		@Bean
-		RecordingBatches recoverer() {
-			return new RecordingBatches();
-		}
-
-		// recovers a record after three attempts and commits its offset in the transaction
-		@Bean
-		DefaultAfterRollbackProcessor<Object, Object> afterRollbackProcessor(RecordingBatches recoverer,
-				KafkaTemplate<Object, Object> template) {
-			return new DefaultAfterRollbackProcessor<>(recoverer::recover, new FixedBackOff(0, 2), template, true);
-		}
-
-		@Bean
-		RecoveringListener recoveringListener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS kafka_tx_retry_effects (message_key TEXT NOT NULL)");
-			return new RecoveringListener(jdbc);
-		}
-
-	}
-
-	static class RecoveringListener {
-
-		private final JdbcTemplate jdbc;
-
-		RecoveringListener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
-		}
-
-		@KafkaListener(id = "kafka-tx-recovered", topics = RECOVERED, groupId = "kafka-tx-recovered")
-		@Idempotent
-		public void on(String payload) {
-			this.jdbc.update("INSERT INTO kafka_tx_retry_effects (message_key) VALUES (?)", payload);
-		}
-
+		recovering.awaitCommitted("kafka-tx-recovered", RECOVERED, Duration.ofSeconds(60));
+		assertThat(recoverer.recovered()).isEmpty();
+		await().atMost(Duration.ofSeconds(10))
+			.untilAsserted(() -> assertThat(recovering.bean(TestEffects.class).count("kafka-tx", key)).isEqualTo(1));
 	}
 
 	@SpringBootConfiguration
@@ -158,25 +99,47 @@ class KafkaTransactionRetryIntegrationTests {
 		}
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS kafka_tx_retry_effects (message_key TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "kafka_tx_retry_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
+		}
+
+	}
+
+	@SpringBootConfiguration
+	@EnableAutoConfiguration
+	static class RecoveringApp extends App {
+
+		@Bean
+		RecordingBatches recoverer() {
+			return new RecordingBatches();
+		}
+
+		// recovers a record after three attempts and commits its offset in the transaction
+		@Bean
+		DefaultAfterRollbackProcessor<Object, Object> afterRollbackProcessor(RecordingBatches recoverer,
+				KafkaTemplate<Object, Object> template) {
+			return new DefaultAfterRollbackProcessor<>(recoverer::recover, new FixedBackOff(0, 2), template, true);
 		}
 
 	}
 
 	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listener(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
-		@KafkaListener(id = "kafka-tx-retry", topics = TOPIC, groupId = "kafka-tx-retry")
+		@KafkaListener(id = "${test.group}", topics = "${test.topic}", groupId = "${test.group}")
 		@Idempotent
 		public void on(String payload) {
-			this.jdbc.update("INSERT INTO kafka_tx_retry_effects (message_key) VALUES (?)", payload);
+			this.effects.add("kafka-tx", payload);
 		}
 
 	}

@@ -1,6 +1,5 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -14,25 +13,22 @@ import dev.idempotency.IdempotencyFingerprintMismatchException;
 import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.Idempotent;
 import dev.idempotency.LeaseLostHandler;
+import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.Replies;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
+import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.messaging.handler.annotation.SendTo;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -45,39 +41,26 @@ import static org.awaitility.Awaitility.await;
  */
 class LeaseModeIntegrationTests {
 
-	private static final Duration TIMEOUT = Duration.ofSeconds(30);
-
-	private static ConfigurableApplicationContext context;
-
-	@BeforeAll
-	static void start() {
-		for (String topic : List.of("it-lease-a", "it-lease-b", "it-lease-crash", "it-lease-fail",
-				"it-lease-fingerprint", "it-lease-result", "it-lease-replies", "it-lease-large")) {
-			TestInfrastructure.createTopic(topic, 1);
-		}
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.infrastructure-retry.initial-interval=100ms",
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics("it-lease-a", "it-lease-b", "it-lease-crash", "it-lease-fail", "it-lease-fingerprint",
+				"it-lease-result", "it-lease-replies", "it-lease-large")
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=300ms", "idempotency.lease.max-result-size=64B");
-	}
-
-	@AfterAll
-	static void stop() {
-		context.close();
-	}
 
 	@Test
 	void consumerStalledPastItsLeaseIsTakenOverAndItsLateCompletionIsRejected() throws Exception {
-		Probe listeners = context.getBean(Probe.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe listeners = app.bean(Probe.class);
+		JdbcTemplate jdbc = app.jdbc();
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-lease-a", 0, "stalls", Map.of("X-Idempotency-Key", key));
+		app.send("it-lease-a", "stalls", key);
 		assertThat(listeners.stalling.await(30, TimeUnit.SECONDS)).isTrue();
 		// the second consumer meets a live lease, is sent back, and takes the key over once it expired
-		TestKafka.send("it-lease-b", 0, "takes over", Map.of("X-Idempotency-Key", key));
-		await().atMost(TIMEOUT).until(() -> listeners.tookOver.getCount() == 0);
+		app.send("it-lease-b", "takes over", key);
+		await().atMost(TestApplication.TIMEOUT).until(() -> listeners.tookOver.getCount() == 0);
 		listeners.resume.countDown();
-		TestKafka.awaitCommitted("lease-a", new TopicPartition("it-lease-a", 0), TIMEOUT);
-		TestKafka.awaitCommitted("lease-b", new TopicPartition("it-lease-b", 0), TIMEOUT);
+		app.awaitCommitted("lease-a", "it-lease-a");
+		app.awaitCommitted("lease-b", "it-lease-b");
 
 		long stalledToken = listeners.tokens.get(0);
 		long takeoverToken = listeners.tokens.get(1);
@@ -90,68 +73,63 @@ class LeaseModeIntegrationTests {
 		assertThat(jdbc.queryForObject("SELECT written_by FROM lease_downstream WHERE key = ?", String.class, key))
 			.isEqualTo("takes over");
 		assertThat(listeners.staleWriteRejected).isTrue();
-		assertThat(context.getBean(LostLeases.class).lost).singleElement().satisfies((lost) -> {
+		assertThat(app.bean(LostLeases.class).lost).singleElement().satisfies((lost) -> {
 			assertThat(lost.key()).isEqualTo(key);
 			assertThat(lost.fencingToken()).isEqualTo(stalledToken);
 			assertThat(lost.listener()).isEqualTo("Listeners.stalls");
 		});
-		assertThat(TestMeters.count(context, "idempotency.lease.lost", "listener", "Listeners.stalls")).isEqualTo(1);
-		assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "processed", "listener",
-				"Listeners.stalls"))
+		assertThat(app.count("idempotency.lease.lost", "listener", "Listeners.stalls")).isEqualTo(1);
+		assertThat(app.count("idempotency.messages", "outcome", "processed", "listener", "Listeners.stalls"))
 			.isZero();
-		assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "processed", "listener",
-				"Listeners.takesOver"))
+		assertThat(app.count("idempotency.messages", "outcome", "processed", "listener", "Listeners.takesOver"))
 			.isEqualTo(1);
 	}
 
 	@Test
 	void claimLeftByACrashedConsumerIsProcessedOnceItsLeaseExpired() {
-		Probe listeners = context.getBean(Probe.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe listeners = app.bean(Probe.class);
+		JdbcTemplate jdbc = app.jdbc();
 		String key = UUID.randomUUID().toString();
 		// the claim of a consumer that died between its claim and its completion
 		long deadToken = jdbc.queryForObject("INSERT INTO processed_messages (consumer_group, idempotency_key, "
 				+ "status, fencing_token, lease_until) VALUES ('crash', ?, 'IN_PROGRESS', "
 				+ "nextval('processed_messages_fencing_seq'), now() + interval '2 seconds') RETURNING fencing_token",
 				Long.class, key);
-		TestKafka.send("it-lease-crash", 0, key, Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-crash", new TopicPartition("it-lease-crash", 0), TIMEOUT);
+		app.send("it-lease-crash", key, key);
+		app.awaitCommitted("lease-crash", "it-lease-crash");
 		assertThat(listeners.crashRecovered).containsExactly(key);
 		Map<String, Object> row = jdbc.queryForMap("SELECT status, fencing_token FROM processed_messages "
 				+ "WHERE consumer_group = 'crash' AND idempotency_key = ?", key);
 		assertThat(row.get("status")).isEqualTo("COMPLETED");
 		assertThat((Long) row.get("fencing_token")).isGreaterThan(deadToken);
 		// while the lease was live, the record went back to the error handler at least once
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.crash", "outcome",
-				"failed"))
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.crash", "outcome", "failed"))
 			.isGreaterThanOrEqualTo(1);
 	}
 
 	@Test
 	void nonRetryableFailureIsMarkedFailedAndGoesToTheRecovererAtOnce() {
-		Probe listeners = context.getBean(Probe.class);
-		Recovered recovered = context.getBean(Recovered.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe listeners = app.bean(Probe.class);
+		Recovered recovered = app.bean(Recovered.class);
 		String invalid = "invalid-" + UUID.randomUUID();
 		String flaky = "flaky-" + UUID.randomUUID();
-		TestKafka.send("it-lease-fail", 0, invalid, Map.of("X-Idempotency-Key", invalid));
-		TestKafka.send("it-lease-fail", 0, flaky, Map.of("X-Idempotency-Key", flaky));
-		TestKafka.awaitCommitted("lease-fail", new TopicPartition("it-lease-fail", 0), TIMEOUT);
+		app.send("it-lease-fail", invalid, invalid);
+		app.send("it-lease-fail", flaky, flaky);
+		app.awaitCommitted("lease-fail", "it-lease-fail");
 		// the error handler retries 3 times, but the non-retryable failure went to the recoverer at once
 		assertThat(listeners.failures).containsExactly(invalid, flaky, flaky);
-		assertThat(recovered.exceptions).filteredOn(IdempotencyClaimFailedException.class::isInstance)
+		assertThat(recovered.exceptions()).filteredOn(IdempotencyClaimFailedException.class::isInstance)
 			.singleElement()
 			.satisfies((ex) -> assertThat(ex).hasCauseInstanceOf(IllegalArgumentException.class));
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.fails", "outcome",
-				"failed"))
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.fails", "outcome", "failed"))
 			.isEqualTo(2);
-		assertThat(status(jdbc, "fail", invalid)).isEqualTo("FAILED");
-		assertThat(status(jdbc, "fail", flaky)).isEqualTo("COMPLETED");
+		assertThat(TestEffects.status(app.jdbc(), "fail", invalid)).isEqualTo("FAILED");
+		assertThat(TestEffects.status(app.jdbc(), "fail", flaky)).isEqualTo("COMPLETED");
 		// a redelivery of the failed key is not run again: straight to the recoverer
-		TestKafka.send("it-lease-fail", 0, invalid, Map.of("X-Idempotency-Key", invalid));
-		TestKafka.awaitCommitted("lease-fail", new TopicPartition("it-lease-fail", 0), TIMEOUT);
+		app.send("it-lease-fail", invalid, invalid);
+		app.awaitCommitted("lease-fail", "it-lease-fail");
 		assertThat(listeners.failures).containsExactly(invalid, flaky, flaky);
-		assertThat(recovered.exceptions).filteredOn(IdempotencyClaimFailedException.class::isInstance)
+		assertThat(recovered.exceptions()).filteredOn(IdempotencyClaimFailedException.class::isInstance)
 			.hasSize(2)
 			.last()
 			.satisfies((ex) -> assertThat(ex).hasMessageContaining("was marked FAILED").hasNoCause());
@@ -159,56 +137,50 @@ class LeaseModeIntegrationTests {
 
 	@Test
 	void recordWithAKnownKeyAndAnotherPayloadIsRejected() {
-		Probe listeners = context.getBean(Probe.class);
-		Recovered recovered = context.getBean(Recovered.class);
+		Probe listeners = app.bean(Probe.class);
+		Recovered recovered = app.bean(Recovered.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-lease-fingerprint", 0, "amount=10", Map.of("X-Idempotency-Key", key));
-		TestKafka.send("it-lease-fingerprint", 0, "amount=10", Map.of("X-Idempotency-Key", key));
-		TestKafka.send("it-lease-fingerprint", 0, "amount=99", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-fingerprint", new TopicPartition("it-lease-fingerprint", 0), TIMEOUT);
+		app.send("it-lease-fingerprint", "amount=10", key);
+		app.send("it-lease-fingerprint", "amount=10", key);
+		app.send("it-lease-fingerprint", "amount=99", key);
+		app.awaitCommitted("lease-fingerprint", "it-lease-fingerprint");
 		assertThat(listeners.fingerprinted).containsExactly("amount=10");
-		assertThat(recovered.exceptions).filteredOn(IdempotencyFingerprintMismatchException.class::isInstance)
+		assertThat(recovered.exceptions()).filteredOn(IdempotencyFingerprintMismatchException.class::isInstance)
 			.singleElement()
 			.satisfies((ex) -> assertThat(ex).hasMessageContaining("another payload"));
-		assertThat(TestMeters.count(context, "idempotency.fingerprint.mismatches", "listener",
-				"Listeners.fingerprinted", "policy", "reject"))
+		assertThat(app.count("idempotency.fingerprint.mismatches", "listener", "Listeners.fingerprinted", "policy",
+				"reject"))
 			.isEqualTo(1);
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.fingerprinted",
-				"outcome", "duplicate"))
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.fingerprinted", "outcome", "duplicate"))
 			.isEqualTo(1);
 	}
 
 	@Test
 	void duplicateRepliesTheStoredResult() {
-		Probe listeners = context.getBean(Probe.class);
+		Replies replies = app.bean(Replies.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-lease-result", 0, "order-1", Map.of("X-Idempotency-Key", key));
-		TestKafka.send("it-lease-result", 0, "order-1", Map.of("X-Idempotency-Key", key));
-		await().atMost(TIMEOUT).until(() -> listeners.replies.size() >= 2);
-		assertThat(listeners.receipts).hasSize(1);
-		assertThat(listeners.replies).hasSize(2).containsOnly(listeners.receipts.get(0));
-		assertThat(listeners.receipts.get(0)).startsWith("receipt order-1 token ");
+		app.send("it-lease-result", "order-1", key);
+		app.send("it-lease-result", "order-1", key);
+		await().atMost(TestApplication.TIMEOUT).until(() -> replies.replies.size() >= 2);
+		assertThat(replies.receipts).hasSize(1);
+		assertThat(replies.replies).hasSize(2).containsOnly(replies.receipts.get(0));
+		assertThat(replies.receipts.get(0)).startsWith("receipt order-1 token ");
 	}
 
 	@Test
 	void resultLargerThanTheLimitCompletesTheClaimAndFailsTheRecordClearly() {
-		Recovered recovered = context.getBean(Recovered.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Recovered recovered = app.bean(Recovered.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-lease-large", 0, "x".repeat(100), Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-large", new TopicPartition("it-lease-large", 0), TIMEOUT);
-		assertThat(recovered.exceptions).filteredOn(IdempotencyResultTooLargeException.class::isInstance)
+		app.send("it-lease-large", "x".repeat(100), key);
+		app.awaitCommitted("lease-large", "it-lease-large");
+		assertThat(recovered.exceptions()).filteredOn(IdempotencyResultTooLargeException.class::isInstance)
 			.singleElement()
 			.satisfies((ex) -> assertThat(ex).hasMessageContaining("idempotency.lease.max-result-size (64 bytes)"));
-		assertThat(jdbc.queryForMap("SELECT status, result FROM processed_messages WHERE consumer_group = 'large' "
-				+ "AND idempotency_key = ?", key))
+		assertThat(app.jdbc()
+			.queryForMap("SELECT status, result FROM processed_messages WHERE consumer_group = 'large' "
+					+ "AND idempotency_key = ?", key))
 			.containsEntry("status", "COMPLETED")
 			.containsEntry("result", null);
-	}
-
-	private static String status(JdbcTemplate jdbc, String scope, String key) {
-		return jdbc.queryForObject("SELECT status FROM processed_messages WHERE consumer_group = ? "
-				+ "AND idempotency_key = ?", String.class, scope, key);
 	}
 
 	@SpringBootConfiguration
@@ -221,10 +193,15 @@ class LeaseModeIntegrationTests {
 		}
 
 		@Bean
-		Listeners listeners(JdbcTemplate jdbc, Probe probe) {
+		Replies replies() {
+			return new Replies();
+		}
+
+		@Bean
+		Listeners listeners(JdbcTemplate jdbc, Probe probe, Replies replies) {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS lease_downstream (key TEXT PRIMARY KEY, fencing_token BIGINT "
 					+ "NOT NULL, written_by TEXT NOT NULL)");
-			return new Listeners(jdbc, probe);
+			return new Listeners(jdbc, probe, replies);
 		}
 
 		@Bean
@@ -239,8 +216,7 @@ class LeaseModeIntegrationTests {
 
 		@Bean
 		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return new DefaultErrorHandler((record, ex) -> recovered.exceptions.add(ex.getCause()),
-					new FixedBackOff(0, 3));
+			return recovered.errorHandler(3);
 		}
 
 	}
@@ -253,12 +229,6 @@ class LeaseModeIntegrationTests {
 		public void leaseLost(LostLease lease) {
 			this.lost.add(lease);
 		}
-
-	}
-
-	static class Recovered {
-
-		final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
 
 	}
 
@@ -281,10 +251,6 @@ class LeaseModeIntegrationTests {
 
 		final List<String> fingerprinted = new CopyOnWriteArrayList<>();
 
-		final List<String> receipts = new CopyOnWriteArrayList<>();
-
-		final List<String> replies = new CopyOnWriteArrayList<>();
-
 	}
 
 	static class Listeners {
@@ -293,9 +259,12 @@ class LeaseModeIntegrationTests {
 
 		private final Probe probe;
 
-		Listeners(JdbcTemplate jdbc, Probe probe) {
+		private final Replies replies;
+
+		Listeners(JdbcTemplate jdbc, Probe probe, Replies replies) {
 			this.jdbc = jdbc;
 			this.probe = probe;
+			this.replies = replies;
 		}
 
 		@KafkaListener(id = "lease-a", topics = "it-lease-a", groupId = "lease-a")
@@ -354,14 +323,12 @@ class LeaseModeIntegrationTests {
 		@Idempotent(mode = Idempotent.Mode.LEASE, storeResult = true)
 		@SendTo("it-lease-replies")
 		public String result(String value) {
-			String receipt = "receipt " + value + " token " + IdempotencyContext.fencingToken();
-			this.probe.receipts.add(receipt);
-			return receipt;
+			return this.replies.receipt("receipt " + value + " token " + IdempotencyContext.fencingToken());
 		}
 
 		@KafkaListener(id = "lease-replies", topics = "it-lease-replies", groupId = "lease-replies")
 		public void reply(ConsumerRecord<String, String> reply) {
-			this.probe.replies.add(reply.value());
+			this.replies.reply(reply);
 		}
 
 		@KafkaListener(id = "lease-large", topics = "it-lease-large", groupId = "lease-large")

@@ -1,19 +1,19 @@
 package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -31,33 +31,35 @@ class LeaseRowsInTransactionalClaimsIntegrationTests {
 
 	private static final String GROUP = "lease-rows";
 
+	private static final String TOPIC = "it-lease-rows-" + UUID.randomUUID();
+
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "test.topic=" + TOPIC,
+				"idempotency.infrastructure-retry.initial-interval=200ms",
+				"idempotency.infrastructure-retry.max-interval=500ms");
+
 	@Test
 	void waitsForALeaseInProgressAndAppliesTheRecordOnceItIsReleased() {
-		String topic = "it-lease-rows-" + UUID.randomUUID();
-		TestInfrastructure.createTopic(topic, 1);
 		String key = "held-" + UUID.randomUUID();
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"test.topic=" + topic, "idempotency.infrastructure-retry.initial-interval=200ms",
-				"idempotency.infrastructure-retry.max-interval=500ms")) {
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			// a lease-mode consumer of the same scope is working on the key
-			jdbc.update("INSERT INTO processed_messages (consumer_group, idempotency_key, status, fencing_token, "
-					+ "lease_until) VALUES (?, ?, 'IN_PROGRESS', 1, now() + interval '1 minute')", GROUP, key);
-			TestKafka.send(topic, 0, key, Map.of("X-Idempotency-Key", key));
+		JdbcTemplate jdbc = app.jdbc();
+		TestEffects effects = app.bean(TestEffects.class);
+		// a lease-mode consumer of the same scope is working on the key
+		jdbc.update("INSERT INTO processed_messages (consumer_group, idempotency_key, status, fencing_token, "
+				+ "lease_until) VALUES (?, ?, 'IN_PROGRESS', 1, now() + interval '1 minute')", GROUP, key);
+		app.send(TOPIC, key, key);
 
-			// neither applied nor acknowledged while the lease is held
-			await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
-				.until(() -> effects(jdbc, key) == 0 && TestKafka.committedOffset(GROUP, new TopicPartition(topic, 0)) <= 0);
+		// neither applied nor acknowledged while the lease is held
+		await().during(Duration.ofSeconds(3))
+			.atMost(Duration.ofSeconds(10))
+			.until(() -> effects.count(GROUP, key) == 0
+					&& TestKafka.committedOffset(GROUP, new TopicPartition(TOPIC, 0)) <= 0);
 
-			// the lease-mode attempt fails and releases its claim
-			jdbc.update("DELETE FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?", GROUP, key);
-			TestKafka.awaitCommitted(GROUP, new TopicPartition(topic, 0), Duration.ofSeconds(30));
-			assertThat(effects(jdbc, key)).isEqualTo(1);
-		}
-	}
-
-	private static int effects(JdbcTemplate jdbc, String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM lease_rows_effects WHERE message_key = ?", Integer.class, key);
+		// the lease-mode attempt fails and releases its claim
+		jdbc.update("DELETE FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?", GROUP, key);
+		app.awaitCommitted(GROUP, TOPIC);
+		assertThat(effects.count(GROUP, key)).isEqualTo(1);
 	}
 
 	@SpringBootConfiguration
@@ -65,26 +67,29 @@ class LeaseRowsInTransactionalClaimsIntegrationTests {
 	static class App {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute(
-					"CREATE TABLE IF NOT EXISTS lease_rows_effects (id BIGSERIAL PRIMARY KEY, message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "lease_rows_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
 
-	static class Effects {
+	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(topics = "${test.topic}", groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.jdbc.update("INSERT INTO lease_rows_effects (message_key) VALUES (?)", key);
+			this.effects.add(GROUP, key);
 		}
 
 	}

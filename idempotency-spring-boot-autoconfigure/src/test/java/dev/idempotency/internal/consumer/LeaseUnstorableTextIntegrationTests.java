@@ -2,29 +2,24 @@ package dev.idempotency.internal.consumer;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyResultNotStoredException;
 import dev.idempotency.Idempotent;
+import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.idempotency.test.TestEffects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -44,79 +39,64 @@ class LeaseUnstorableTextIntegrationTests {
 
 	private static final String FAILURE_TOPIC = "it-lease-nul-failure";
 
-	private static ConfigurableApplicationContext context;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(RESULT_TOPIC, 1);
-		TestInfrastructure.createTopic(UNWRITABLE_TOPIC, 1);
-		TestInfrastructure.createTopic(FAILURE_TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.infrastructure-retry.initial-interval=100ms",
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(RESULT_TOPIC, UNWRITABLE_TOPIC, FAILURE_TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=300ms");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
 
 	@Test
 	void aResultTheDatabaseRefusesCompletesTheClaimWithoutItAndACopyIsNotRunAgain() throws Exception {
-		Probe probe = context.getBean(Probe.class);
+		Invocations invocations = app.bean(Invocations.class);
+		Recovered recovered = app.bean(Recovered.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(RESULT_TOPIC, 0, "charge card 42\u0000", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-nul-result", new TopicPartition(RESULT_TOPIC, 0), Duration.ofSeconds(30));
-		await().atMost(Duration.ofSeconds(10)).until(() -> !probe.recovered("lease-nul-result").isEmpty());
+		app.send(RESULT_TOPIC, "charge card 42\u0000", key);
+		app.awaitCommitted("lease-nul-result", RESULT_TOPIC);
+		await().atMost(Duration.ofSeconds(10)).until(() -> !recovered.exceptions(RESULT_TOPIC).isEmpty());
 		assertThat(status("lease-nul-result", key)).isEqualTo("COMPLETED");
-		assertThat(probe.recovered("lease-nul-result")).singleElement()
+		assertThat(recovered.exceptions(RESULT_TOPIC)).singleElement()
 			.isInstanceOf(IdempotencyResultNotStoredException.class);
 		// a copy of the message once the lease (1 s) has passed
 		Thread.sleep(1500);
-		TestKafka.send(RESULT_TOPIC, 0, "charge card 42\u0000", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-nul-result", new TopicPartition(RESULT_TOPIC, 0), Duration.ofSeconds(30));
-		assertThat(probe.invocations("lease-nul-result")).as("card charges for one message").hasSize(1);
+		app.send(RESULT_TOPIC, "charge card 42\u0000", key);
+		app.awaitCommitted("lease-nul-result", RESULT_TOPIC);
+		assertThat(invocations.of("lease-nul-result")).as("card charges for one message").hasSize(1);
 	}
 
 	@Test
 	void aResultTheCodecCannotWriteCompletesTheClaimWithoutItAndIsNotRunAgain() throws Exception {
-		Probe probe = context.getBean(Probe.class);
+		Invocations invocations = app.bean(Invocations.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(UNWRITABLE_TOPIC, 0, "card 43", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-unwritable-result", new TopicPartition(UNWRITABLE_TOPIC, 0),
-				Duration.ofSeconds(30));
+		app.send(UNWRITABLE_TOPIC, "card 43", key);
+		app.awaitCommitted("lease-unwritable-result", UNWRITABLE_TOPIC);
 		// long enough for the error handler's retries, each after a lease
 		Thread.sleep(4000);
-		assertThat(probe.invocations("lease-unwritable-result")).as("card charges for one record").hasSize(1);
+		assertThat(invocations.of("lease-unwritable-result")).as("card charges for one record").hasSize(1);
 		assertThat(status("lease-unwritable-result", key)).isEqualTo("COMPLETED");
-		assertThat(probe.recovered("lease-unwritable-result")).singleElement()
+		assertThat(app.bean(Recovered.class).exceptions(UNWRITABLE_TOPIC)).singleElement()
 			.isInstanceOf(IdempotencyResultNotStoredException.class);
 	}
 
 	@Test
 	void aNonRetryableFailureWhoseTextTheDatabaseRefusesMarksTheClaimFailedAndGoesToTheRecovererOnce()
 			throws Exception {
-		Probe probe = context.getBean(Probe.class);
+		Invocations invocations = app.bean(Invocations.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send(FAILURE_TOPIC, 0, "card 44", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("lease-nul-failure", new TopicPartition(FAILURE_TOPIC, 0), Duration.ofSeconds(30));
+		app.send(FAILURE_TOPIC, "card 44", key);
+		app.awaitCommitted("lease-nul-failure", FAILURE_TOPIC);
 		Thread.sleep(4000);
-		assertThat(probe.invocations("lease-nul-failure")).as("invocations for one record").hasSize(1);
+		assertThat(invocations.of("lease-nul-failure")).as("invocations for one record").hasSize(1);
 		assertThat(status("lease-nul-failure", key)).isEqualTo("FAILED");
-		assertThat(probe.recovered("lease-nul-failure")).singleElement()
+		assertThat(app.bean(Recovered.class).exceptions(FAILURE_TOPIC)).singleElement()
 			.isInstanceOf(IdempotencyClaimFailedException.class);
-		assertThat(context.getBean(JdbcTemplate.class)
+		assertThat(app.jdbc()
 			.queryForObject("SELECT failure FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
 					String.class, "lease-nul-failure", key))
 			.contains("gateway declined: code").contains("051");
 	}
 
 	private static String status(String group, String key) {
-		return context.getBean(JdbcTemplate.class)
-			.queryForObject("SELECT status FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-					String.class, group, key);
+		return TestEffects.status(app.jdbc(), group, key);
 	}
 
 	@SpringBootConfiguration
@@ -124,43 +104,38 @@ class LeaseUnstorableTextIntegrationTests {
 	static class App {
 
 		@Bean
-		Probe probe() {
-			return new Probe();
+		Invocations invocations() {
+			return new Invocations();
 		}
 
 		@Bean
-		Listeners listeners(Probe probe) {
-			return new Listeners(probe);
+		Listeners listeners(Invocations invocations) {
+			return new Listeners(invocations);
 		}
 
 		@Bean
-		DefaultErrorHandler errorHandler(Probe probe) {
-			return new DefaultErrorHandler(
-					(record, ex) -> probe.recovered.add(new Recovered(record.topic(), ex.getCause())),
-					new FixedBackOff(0, 2));
+		Recovered recovered() {
+			return new Recovered();
+		}
+
+		@Bean
+		DefaultErrorHandler errorHandler(Recovered recovered) {
+			return recovered.errorHandler(2);
 		}
 
 	}
 
-	record Recovered(String topic, Throwable failure) {
-	}
+	// what the listeners were called with; apart from them, since they are proxied
+	static class Invocations {
 
-	static class Probe {
+		private final List<String[]> invocations = new CopyOnWriteArrayList<>();
 
-		final List<String[]> invocations = new CopyOnWriteArrayList<>();
+		void add(String listener, String value) {
+			this.invocations.add(new String[] { listener, value });
+		}
 
-		final List<Recovered> recovered = new CopyOnWriteArrayList<>();
-
-		List<String> invocations(String listener) {
+		List<String> of(String listener) {
 			return this.invocations.stream().filter((each) -> each[0].equals(listener)).map((each) -> each[1]).toList();
-		}
-
-		List<Throwable> recovered(String listener) {
-			String topic = "it-" + listener;
-			return this.recovered.stream()
-				.filter((each) -> each.topic().equals(topic))
-				.map(Recovered::failure)
-				.toList();
 		}
 
 	}
@@ -203,30 +178,30 @@ class LeaseUnstorableTextIntegrationTests {
 
 	static class Listeners {
 
-		private final Probe probe;
+		private final Invocations invocations;
 
-		Listeners(Probe probe) {
-			this.probe = probe;
+		Listeners(Invocations invocations) {
+			this.invocations = invocations;
 		}
 
 		@KafkaListener(id = "lease-nul-result", topics = RESULT_TOPIC, groupId = "lease-nul-result")
 		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "1s", storeResult = true)
 		public String chargeEchoingTheGateway(String value) {
-			this.probe.invocations.add(new String[] { "lease-nul-result", value });
+			this.invocations.add("lease-nul-result", value);
 			return "charged: " + value;
 		}
 
 		@KafkaListener(id = "lease-unwritable-result", topics = UNWRITABLE_TOPIC, groupId = "lease-unwritable-result")
 		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "1s", storeResult = true)
 		public Receipt chargeReturningAReceipt(String value) {
-			this.probe.invocations.add(new String[] { "lease-unwritable-result", value });
+			this.invocations.add("lease-unwritable-result", value);
 			return new Receipt();
 		}
 
 		@KafkaListener(id = "lease-nul-failure", topics = FAILURE_TOPIC, groupId = "lease-nul-failure")
 		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "1s", nonRetryable = Declined.class)
 		public void chargeDeclined(String value) {
-			this.probe.invocations.add(new String[] { "lease-nul-failure", value });
+			this.invocations.add("lease-nul-failure", value);
 			throw new Declined("gateway declined: code\u0000051");
 		}
 

@@ -3,30 +3,28 @@ package dev.idempotency.internal.consumer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -40,26 +38,12 @@ import static org.awaitility.Awaitility.await;
  */
 class ListenerErrorHandlerIntegrationTests {
 
-	private static final Duration TIMEOUT = Duration.ofSeconds(30);
-
-	private static ConfigurableApplicationContext context;
-
-	@BeforeAll
-	static void start() {
-		for (String topic : List.of("it-leh-app", "it-leh-held", "it-leh-rethrow")) {
-			TestInfrastructure.createTopic(topic, 1);
-		}
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics("it-leh-app", "it-leh-held", "it-leh-rethrow")
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
 				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
 
 	/**
 	 * The application's own failure, swallowed by its own handler: the claim and the work roll
@@ -68,17 +52,17 @@ class ListenerErrorHandlerIntegrationTests {
 	 */
 	@Test
 	void applicationFailureSwallowedByTheListenerErrorHandlerIsCommittedUnapplied() {
-		Probe probe = context.getBean(Probe.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe probe = app.bean(Probe.class);
+		JdbcTemplate jdbc = app.jdbc();
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-leh-app", 0, "fail", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("leh-app", new TopicPartition("it-leh-app", 0), TIMEOUT);
+		app.send("it-leh-app", "fail", key);
+		app.awaitCommitted("leh-app", "it-leh-app");
 		assertThat(probe.swallowed).filteredOn((ex) -> ex.getMessage().contains(".app("))
 			.singleElement()
 			.satisfies((ex) -> assertThat(ex).hasRootCauseInstanceOf(IllegalStateException.class));
-		assertThat(probe.recovered).isEmpty();
-		assertThat(effects(jdbc, key)).isZero();
-		assertThat(claims(jdbc, "leh-app", key)).isZero();
+		assertThat(app.bean(Recovered.class).failures).isEmpty();
+		assertThat(effects(key)).isZero();
+		assertThat(TestEffects.processedKeys(jdbc, "leh-app", key)).isZero();
 	}
 
 	/**
@@ -88,22 +72,22 @@ class ListenerErrorHandlerIntegrationTests {
 	 */
 	@Test
 	void keyHeldByAnotherConsumerIsNotLostBehindASwallowingListenerErrorHandler() throws Exception {
-		Probe probe = context.getBean(Probe.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe probe = app.bean(Probe.class);
+		JdbcTemplate jdbc = app.jdbc();
 		String key = UUID.randomUUID().toString();
 		int swallowedBefore = probe.swallowed.size();
 		TopicPartition partition = new TopicPartition("it-leh-held", 0);
 		try (HeldKey held = HeldKey.hold(jdbc.getDataSource(), "leh-held", key)) {
-			TestKafka.send("it-leh-held", 0, "held", Map.of("X-Idempotency-Key", key));
+			app.send("it-leh-held", "held", key);
 			// several claims give up meanwhile
 			Thread.sleep(3000);
 			assertThat(probe.swallowed).hasSize(swallowedBefore);
 			assertThat(TestKafka.committedOffset("leh-held", partition)).isLessThan(TestKafka.endOffset(partition));
 		}
-		TestKafka.awaitCommitted("leh-held", partition, TIMEOUT);
-		await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(effects(jdbc, key)).isEqualTo(1));
+		app.awaitCommitted("leh-held", "it-leh-held");
+		await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(effects(key)).isEqualTo(1));
 		assertThat(probe.swallowed).hasSize(swallowedBefore);
-		assertThat(probe.recovered).isEmpty();
+		assertThat(app.bean(Recovered.class).failures).isEmpty();
 	}
 
 	/**
@@ -112,32 +96,27 @@ class ListenerErrorHandlerIntegrationTests {
 	 */
 	@Test
 	void keyHeldByAnotherConsumerIsAppliedLaterBehindARethrowingListenerErrorHandler() throws Exception {
-		Probe probe = context.getBean(Probe.class);
-		JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+		Probe probe = app.bean(Probe.class);
+		JdbcTemplate jdbc = app.jdbc();
 		String key = UUID.randomUUID().toString();
 		int rethrownBefore = probe.rethrown.size();
 		HeldKey held = HeldKey.hold(jdbc.getDataSource(), "leh-rethrow", key);
 		try {
-			TestKafka.send("it-leh-rethrow", 0, "held", Map.of("X-Idempotency-Key", key));
+			app.send("it-leh-rethrow", "held", key);
 			Thread.sleep(2000);
 		}
 		finally {
 			held.close();
 		}
-		TestKafka.awaitCommitted("leh-rethrow", new TopicPartition("it-leh-rethrow", 0), TIMEOUT);
-		await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(effects(jdbc, key)).isEqualTo(1));
-		assertThat(probe.recovered).isEmpty();
+		app.awaitCommitted("leh-rethrow", "it-leh-rethrow");
+		await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(effects(key)).isEqualTo(1));
+		assertThat(app.bean(Recovered.class).failures).isEmpty();
 		assertThat(probe.rethrown).hasSize(rethrownBefore);
 	}
 
-	private static int effects(JdbcTemplate jdbc, String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM leh_effects WHERE message_key = ?", Integer.class, key);
-	}
-
-	private static int claims(JdbcTemplate jdbc, String scope, String key) {
-		return jdbc.queryForObject(
-				"SELECT count(*) FROM processed_messages WHERE consumer_group = ? AND idempotency_key = ?",
-				Integer.class, scope, key);
+	// the effects of a key, by any of the listeners
+	private static int effects(String key) {
+		return app.bean(TestEffects.class).count("leh", key);
 	}
 
 	@SpringBootConfiguration
@@ -150,15 +129,23 @@ class ListenerErrorHandlerIntegrationTests {
 		}
 
 		@Bean
-		Listeners listeners(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS leh_effects (message_key TEXT NOT NULL)");
-			return new Listeners(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "leh_effects");
 		}
 
 		@Bean
-		DefaultErrorHandler errorHandler(Probe probe) {
-			return new DefaultErrorHandler((record, ex) -> probe.recovered.add(record.value()),
-					new FixedBackOff(0, 2));
+		Listeners listeners(TestEffects effects) {
+			return new Listeners(effects);
+		}
+
+		@Bean
+		Recovered recovered() {
+			return new Recovered();
+		}
+
+		@Bean
+		DefaultErrorHandler errorHandler(Recovered recovered) {
+			return recovered.errorHandler(2);
 		}
 
 		// logs and returns: the typical "log and move on" handler
@@ -206,16 +193,14 @@ class ListenerErrorHandlerIntegrationTests {
 
 		final List<Throwable> rethrown = new CopyOnWriteArrayList<>();
 
-		final List<Object> recovered = new CopyOnWriteArrayList<>();
-
 	}
 
 	static class Listeners {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Listeners(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listeners(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "leh-app", topics = "it-leh-app", groupId = "leh-app", errorHandler = "swallow")
@@ -239,8 +224,8 @@ class ListenerErrorHandlerIntegrationTests {
 		}
 
 		private void apply(ConsumerRecord<String, String> record) {
-			this.jdbc.update("INSERT INTO leh_effects (message_key) VALUES (?)",
-					new String(record.headers().lastHeader("X-Idempotency-Key").value(), StandardCharsets.UTF_8));
+			this.effects.add("leh",
+					new String(record.headers().lastHeader(TestApplication.KEY_HEADER).value(), StandardCharsets.UTF_8));
 		}
 
 	}

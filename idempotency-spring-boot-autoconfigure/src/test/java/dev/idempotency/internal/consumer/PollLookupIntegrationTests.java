@@ -1,26 +1,22 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -34,32 +30,32 @@ class PollLookupIntegrationTests {
 
 	private static final String GROUP = "poll-lookup";
 
+	private static final String TOPIC = "it-poll-lookup-" + UUID.randomUUID();
+
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "test.topic=" + TOPIC);
+
 	@Test
 	void skipsKeysTheTableHoldsAndLeavesAKeyClaimedAfterTheLookupToTheClaim() {
-		String topic = "it-poll-lookup-" + UUID.randomUUID();
-		TestInfrastructure.createTopic(topic, 1);
 		String run = UUID.randomUUID().toString();
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"test.topic=" + topic)) {
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			// processed before: the lookup finds it
-			jdbc.update("INSERT INTO processed_messages (consumer_group, idempotency_key) VALUES (?, ?)", GROUP,
+		// processed before: the lookup finds it
+		app.jdbc()
+			.update("INSERT INTO processed_messages (consumer_group, idempotency_key) VALUES (?, ?)", GROUP,
 					run + "-processed-before");
-			// one poll: the three records are sent before the listener starts
-			for (String key : new String[] { "first", "claimed-meanwhile", "processed-before" }) {
-				TestKafka.send(topic, 0, run + "-" + key, Map.of("X-Idempotency-Key", run + "-" + key));
-			}
-			context.getBean(KafkaListenerEndpointRegistry.class).getListenerContainer("lookup").start();
-			TestKafka.awaitCommitted(GROUP, new TopicPartition(topic, 0), Duration.ofSeconds(30));
-
-			assertThat(jdbc.queryForList("SELECT message_key FROM lookup_effects ORDER BY id", String.class))
-				.containsExactly(run + "-first");
-			assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "processed")).isEqualTo(1);
-			assertThat(TestMeters.count(context, "idempotency.messages", "outcome", "duplicate", "source", "store"))
-				.isEqualTo(2);
-			// the key found by the lookup was never claimed; the two others were
-			assertThat(context.getBean(MeterRegistry.class).get("idempotency.claim").timer().count()).isEqualTo(2);
+		// one poll: the three records are sent before the listener starts
+		for (String key : new String[] { "first", "claimed-meanwhile", "processed-before" }) {
+			app.send(TOPIC, run + "-" + key, run + "-" + key);
 		}
+		app.container("lookup").start();
+		app.awaitCommitted(GROUP, TOPIC);
+
+		assertThat(app.bean(TestEffects.class).keys(GROUP)).containsExactly(run + "-first");
+		assertThat(app.count("idempotency.messages", "outcome", "processed")).isEqualTo(1);
+		assertThat(app.count("idempotency.messages", "outcome", "duplicate", "source", "store")).isEqualTo(2);
+		// the key found by the lookup was never claimed; the two others were
+		assertThat(app.bean(MeterRegistry.class).get("idempotency.claim").timer().count()).isEqualTo(2);
 	}
 
 	@SpringBootConfiguration
@@ -67,25 +63,29 @@ class PollLookupIntegrationTests {
 	static class App {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS lookup_effects (id BIGSERIAL PRIMARY KEY, message_key TEXT NOT NULL)");
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "lookup_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
 			TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
 			// another consumer: its own connection, its claim committed at once
 			JdbcTemplate other = new JdbcTemplate(
 					new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(), postgres.password()));
-			return new Effects(jdbc, other);
+			return new Listener(effects, other);
 		}
 
 	}
 
-	static class Effects {
+	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
 		private final JdbcTemplate otherConsumer;
 
-		Effects(JdbcTemplate jdbc, JdbcTemplate otherConsumer) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects, JdbcTemplate otherConsumer) {
+			this.effects = effects;
 			this.otherConsumer = otherConsumer;
 		}
 
@@ -95,10 +95,10 @@ class PollLookupIntegrationTests {
 			if (key.endsWith("-first")) {
 				// after the poll's lookup, before the next record's claim
 				String next = key.replace("-first", "-claimed-meanwhile");
-				this.otherConsumer.update("INSERT INTO processed_messages (consumer_group, idempotency_key) VALUES (?, ?)",
-						GROUP, next);
+				this.otherConsumer.update(
+						"INSERT INTO processed_messages (consumer_group, idempotency_key) VALUES (?, ?)", GROUP, next);
 			}
-			this.jdbc.update("INSERT INTO lookup_effects (message_key) VALUES (?)", key);
+			this.effects.add(GROUP, key);
 		}
 
 	}

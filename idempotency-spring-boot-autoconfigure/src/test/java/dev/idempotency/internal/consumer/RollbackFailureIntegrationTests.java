@@ -1,8 +1,6 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,15 +9,15 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -39,25 +37,24 @@ class RollbackFailureIntegrationTests {
 
 	private static final String TOPIC = "it-rollback-failure";
 
+	// the application's own handler sees every failure here
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.enabled=false");
+
 	@Test
 	void errorHandlerSeesTheListenersFailureWhenTheRollbackFailsToo() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		// the application's own handler sees every failure here
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.infrastructure-retry.enabled=false")) {
-			String key = UUID.randomUUID().toString();
-			Listener listener = context.getBean(Listener.class);
-			listener.killOnce(key);
-			TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
-			TestKafka.awaitCommitted("rollback-failure", new TopicPartition(TOPIC, 0), Duration.ofSeconds(30));
-			assertThat(context.getBean(JdbcTemplate.class)
-				.queryForObject("SELECT count(*) FROM rollback_effects WHERE message = ?", Integer.class, key))
-				.isEqualTo(1);
-			assertThat(listener.failures()).singleElement()
-				.satisfies((failure) -> assertThat(NestedExceptionUtils.getMostSpecificCause(failure))
-					.isInstanceOf(IllegalStateException.class)
-					.hasMessage("Listener failed on a dead connection"));
-		}
+		String key = UUID.randomUUID().toString();
+		Listener listener = app.bean(Listener.class);
+		listener.killOnce(key);
+		app.send(TOPIC, key, key);
+		app.awaitCommitted("rollback-failure", TOPIC);
+		assertThat(app.bean(TestEffects.class).count("rollback-failure", key)).isEqualTo(1);
+		assertThat(listener.failures()).singleElement()
+			.satisfies((failure) -> assertThat(NestedExceptionUtils.getMostSpecificCause(failure))
+				.isInstanceOf(IllegalStateException.class)
+				.hasMessage("Listener failed on a dead connection"));
 	}
 
 	@SpringBootConfiguration
@@ -65,9 +62,13 @@ class RollbackFailureIntegrationTests {
 	static class App {
 
 		@Bean
-		Listener listener(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS rollback_effects (id BIGSERIAL PRIMARY KEY, message TEXT NOT NULL)");
-			return new Listener(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "rollback_effects");
+		}
+
+		@Bean
+		Listener listener(JdbcTemplate jdbc, TestEffects effects) {
+			return new Listener(jdbc, effects);
 		}
 
 		// the plain JDBC transaction manager, which reports a failed rollback as a
@@ -94,14 +95,17 @@ class RollbackFailureIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
-		Listener(JdbcTemplate jdbc) {
+		private final TestEffects effects;
+
+		Listener(JdbcTemplate jdbc, TestEffects effects) {
 			this.jdbc = jdbc;
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "rollback-failure", topics = TOPIC, groupId = "rollback-failure")
 		@Idempotent
 		public void on(String value) {
-			this.jdbc.update("INSERT INTO rollback_effects (message) VALUES (?)", value);
+			this.effects.add("rollback-failure", value);
 			if (this.killOnce.remove(value)) {
 				// as an operator's pg_terminate_backend or a failover would, then fail: the
 				// rollback after this failure fails as well, on the dead connection

@@ -1,33 +1,28 @@
 package dev.idempotency.internal.consumer;
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.Replies;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import dev.idempotency.test.TestRedis;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.messaging.handler.annotation.SendTo;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -40,75 +35,63 @@ import static org.awaitility.Awaitility.await;
  */
 class TransactionalFingerprintCacheIntegrationTests {
 
-	private static final Duration TIMEOUT = Duration.ofSeconds(30);
+	private static final TestRedis redis = TestRedis.start();
 
-	private static TestRedis redis;
-
-	private static ConfigurableApplicationContext context;
-
-	@BeforeAll
-	static void start() {
-		for (String topic : List.of("it-txc-fingerprint", "it-txc-result", "it-txc-replies")) {
-			TestInfrastructure.createTopic(topic, 1);
-		}
-		redis = TestRedis.start();
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
-				"idempotency.cache.enabled=true", "idempotency.lease.fingerprint-mismatch=warn");
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics("it-txc-fingerprint", "it-txc-result", "it-txc-replies")
+		.properties(TestApplications.WITHOUT_JPA, redis.springProperty(), "idempotency.cache.enabled=true",
+				"idempotency.lease.fingerprint-mismatch=warn");
 
 	@AfterAll
 	static void stop() {
-		if (context != null) {
-			context.close();
-		}
+		app.close();
 		redis.close();
 	}
 
 	@Test
 	void recordWithAKnownKeyAndAnotherPayloadIsCountedAndSkipped() {
-		Probe probe = context.getBean(Probe.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-txc-fingerprint", 0, "10 EUR note=first", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("txc-fingerprint", new TopicPartition("it-txc-fingerprint", 0), TIMEOUT);
+		app.send("it-txc-fingerprint", "10 EUR note=first", key);
+		app.awaitCommitted("txc-fingerprint", "it-txc-fingerprint");
 		cache("txc-fingerprint", key);
 		// same amount, another note: the expression fingerprints the amount only
-		TestKafka.send("it-txc-fingerprint", 0, "10 EUR note=again", Map.of("X-Idempotency-Key", key));
-		TestKafka.send("it-txc-fingerprint", 0, "99 EUR note=first", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("txc-fingerprint", new TopicPartition("it-txc-fingerprint", 0), TIMEOUT);
-		assertThat(probe.values).containsExactly("10 EUR note=first");
-		assertThat(probe.recovered).isEmpty();
-		assertThat(TestMeters.count(context, "idempotency.fingerprint.mismatches", "listener",
-				"Listeners.fingerprinted", "policy", "warn"))
+		app.send("it-txc-fingerprint", "10 EUR note=again", key);
+		app.send("it-txc-fingerprint", "99 EUR note=first", key);
+		app.awaitCommitted("txc-fingerprint", "it-txc-fingerprint");
+		assertThat(app.bean(Listeners.class).values()).containsExactly("10 EUR note=first");
+		assertThat(app.bean(Recovered.class).failures).isEmpty();
+		assertThat(app.count("idempotency.fingerprint.mismatches", "listener", "Listeners.fingerprinted", "policy",
+				"warn"))
 			.isEqualTo(1);
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.fingerprinted",
-				"outcome", "duplicate", "source", "store"))
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.fingerprinted", "outcome", "duplicate",
+				"source", "store"))
 			.isEqualTo(1);
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.fingerprinted",
-				"outcome", "rejected"))
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.fingerprinted", "outcome", "rejected"))
 			.isEqualTo(1);
 	}
 
 	@Test
 	void duplicateRepliesTheStoredResult() {
-		Probe probe = context.getBean(Probe.class);
+		Replies replies = app.bean(Replies.class);
 		String key = UUID.randomUUID().toString();
-		TestKafka.send("it-txc-result", 0, "order-1", Map.of("X-Idempotency-Key", key));
-		TestKafka.awaitCommitted("txc-result", new TopicPartition("it-txc-result", 0), TIMEOUT);
+		app.send("it-txc-result", "order-1", key);
+		app.awaitCommitted("txc-result", "it-txc-result");
 		cache("txc-result", key);
-		TestKafka.send("it-txc-result", 0, "order-1", Map.of("X-Idempotency-Key", key));
-		await().atMost(TIMEOUT).until(() -> probe.replies.size() >= 2);
-		assertThat(probe.receipts).hasSize(1);
-		assertThat(probe.replies).hasSize(2).containsOnly(probe.receipts.get(0));
-		assertThat(TestMeters.count(context, "idempotency.messages", "listener", "Listeners.result", "outcome",
-				"duplicate", "source", "cache"))
+		app.send("it-txc-result", "order-1", key);
+		await().atMost(TestApplication.TIMEOUT).until(() -> replies.replies.size() >= 2);
+		assertThat(replies.receipts).hasSize(1);
+		assertThat(replies.replies).hasSize(2).containsOnly(replies.receipts.get(0));
+		assertThat(app.count("idempotency.messages", "listener", "Listeners.result", "outcome", "duplicate", "source",
+				"cache"))
 			.isZero();
 	}
 
 	// the cache knows the key before its duplicate arrives (a write right after the
 	// connection opened may have been dropped, as the cache allows)
 	private static void cache(String scope, String key) {
-		ProcessedKeyCache cache = context.getBean(ProcessedKeyCache.class);
-		await().atMost(TIMEOUT).until(() -> {
+		ProcessedKeyCache cache = app.bean(ProcessedKeyCache.class);
+		await().atMost(TestApplication.TIMEOUT).until(() -> {
 			if (!cached(scope, key)) {
 				cache.markProcessed(scope, key);
 			}
@@ -117,8 +100,7 @@ class TransactionalFingerprintCacheIntegrationTests {
 	}
 
 	private static boolean cached(String scope, String key) {
-		StringRedisTemplate redisTemplate = context.getBean(StringRedisTemplate.class);
-		return !redisTemplate.keys("*" + scope + "*" + key + "*").isEmpty();
+		return !app.bean(StringRedisTemplate.class).keys("*" + scope + "*" + key + "*").isEmpty();
 	}
 
 	@SpringBootConfiguration
@@ -126,61 +108,58 @@ class TransactionalFingerprintCacheIntegrationTests {
 	static class App {
 
 		@Bean
-		Probe probe() {
-			return new Probe();
+		Replies replies() {
+			return new Replies();
 		}
 
 		@Bean
-		Listeners listeners(Probe probe) {
-			return new Listeners(probe);
+		Listeners listeners(Replies replies) {
+			return new Listeners(replies);
 		}
 
 		@Bean
-		DefaultErrorHandler errorHandler(Probe probe) {
-			return new DefaultErrorHandler((record, ex) -> probe.recovered.add(ex), new FixedBackOff(0, 0));
+		Recovered recovered() {
+			return new Recovered();
 		}
 
-	}
-
-	// what the listeners saw; apart from them, since they are proxied
-	static class Probe {
-
-		final List<String> values = new CopyOnWriteArrayList<>();
-
-		final List<Throwable> recovered = new CopyOnWriteArrayList<>();
-
-		final List<String> receipts = new CopyOnWriteArrayList<>();
-
-		final List<String> replies = new CopyOnWriteArrayList<>();
+		@Bean
+		DefaultErrorHandler errorHandler(Recovered recovered) {
+			return recovered.errorHandler(0);
+		}
 
 	}
 
 	static class Listeners {
 
-		private final Probe probe;
+		private final List<String> values = new CopyOnWriteArrayList<>();
 
-		Listeners(Probe probe) {
-			this.probe = probe;
+		private final Replies replies;
+
+		Listeners(Replies replies) {
+			this.replies = replies;
 		}
 
 		@KafkaListener(id = "txc-fingerprint", topics = "it-txc-fingerprint", groupId = "txc-fingerprint")
 		@Idempotent(fingerprintExpression = "payload.substring(0, payload.indexOf(' note'))")
 		public void fingerprinted(String payment) {
-			this.probe.values.add(payment);
+			this.values.add(payment);
 		}
 
 		@KafkaListener(id = "txc-result", topics = "it-txc-result", groupId = "txc-result")
 		@Idempotent(storeResult = true)
 		@SendTo("it-txc-replies")
 		public String result(String value) {
-			String receipt = "receipt " + value + " #" + UUID.randomUUID();
-			this.probe.receipts.add(receipt);
-			return receipt;
+			return this.replies.receipt("receipt " + value + " #" + UUID.randomUUID());
 		}
 
 		@KafkaListener(id = "txc-replies", topics = "it-txc-replies", groupId = "txc-replies")
 		public void reply(ConsumerRecord<String, String> reply) {
-			this.probe.replies.add(reply.value());
+			this.replies.reply(reply);
+		}
+
+		// the bean is a proxy: the test reaches its state through methods, not fields
+		public List<String> values() {
+			return this.values;
 		}
 
 	}
