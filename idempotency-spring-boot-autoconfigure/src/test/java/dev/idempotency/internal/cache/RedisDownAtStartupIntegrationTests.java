@@ -6,7 +6,9 @@ import java.util.Map;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestMeters;
@@ -73,7 +75,7 @@ class RedisDownAtStartupIntegrationTests {
 	}
 
 	private static void send(String key) {
-		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		TestKafka.send(TOPIC, 0, key, Map.of(TestApplication.KEY_HEADER, key));
 	}
 
 	private static void awaitConsumed() {
@@ -81,8 +83,7 @@ class RedisDownAtStartupIntegrationTests {
 	}
 
 	private static int effects(ConfigurableApplicationContext context, String key) {
-		return context.getBean(JdbcTemplate.class)
-			.queryForObject("SELECT count(*) FROM redis_down_effects WHERE message_key = ?", Integer.class, key);
+		return context.getBean(TestEffects.class).count(GROUP, key);
 	}
 
 	private static double count(ConfigurableApplicationContext context, String name, String... tags) {
@@ -94,26 +95,29 @@ class RedisDownAtStartupIntegrationTests {
 	static class App {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS redis_down_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "redis_down_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
 
-	static class Effects {
+	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.jdbc.update("INSERT INTO redis_down_effects (message_key) VALUES (?)", key);
+			this.effects.add(GROUP, key);
 		}
 
 	}

@@ -10,7 +10,9 @@ import dev.idempotency.Idempotent;
 import dev.idempotency.autoconfigure.IdempotencyRedisAutoConfiguration;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestRedis;
@@ -101,12 +103,9 @@ class RedisKeySpacesIntegrationTests {
 			try (ConfigurableApplicationContext app = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
 					redis.springProperty(), "idempotency.cache.enabled=true")) {
 				awaitAnswering(app.getBean(ProcessedKeyCache.class));
-				TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+				TestKafka.send(TOPIC, 0, key, Map.of(TestApplication.KEY_HEADER, key));
 				TestKafka.awaitCommitted(GROUP, new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
-				assertThat(app.getBean(JdbcTemplate.class)
-					.queryForObject("SELECT count(*) FROM key_spaces_effects WHERE message_key = ?", Integer.class,
-							key))
-					.isEqualTo(1);
+				assertThat(app.getBean(TestEffects.class).count(GROUP, key)).isEqualTo(1);
 			}
 		});
 	}
@@ -132,26 +131,29 @@ class RedisKeySpacesIntegrationTests {
 	static class App {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS key_spaces_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "key_spaces_effects");
+		}
+
+		@Bean
+		Listener listener(TestEffects effects) {
+			return new Listener(effects);
 		}
 
 	}
 
-	static class Effects {
+	static class Listener {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Listener(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.jdbc.update("INSERT INTO key_spaces_effects (message_key) VALUES (?)", key);
+			this.effects.add(GROUP, key);
 		}
 
 	}
