@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -16,12 +15,7 @@ import dev.idempotency.test.TestRedis;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.kafka.annotation.KafkaListener;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -42,9 +36,10 @@ class RedisDownAtStartupIntegrationTests {
 		TestInfrastructure.createTopic(TOPIC, 1);
 		try (TestRedis redis = TestRedis.notRunning();
 				ConfigurableApplicationContext context = assertTimeoutPreemptively(Duration.ofSeconds(90),
-						() -> TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
-								"idempotency.cache.enabled=true", "idempotency.cache.timeout=100ms",
-								"idempotency.cache.open-for=300ms"))) {
+						() -> TestApplications.run(KeyEffectsApp.class, TestApplications.WITHOUT_JPA,
+								redis.springProperty(), "idempotency.cache.enabled=true",
+								"idempotency.cache.timeout=100ms", "idempotency.cache.open-for=300ms",
+								"test.topic=" + TOPIC, "test.group=" + GROUP))) {
 			assertThat(context.getBean(ProcessedKeyCache.class)).isInstanceOf(RedisProcessedKeyCache.class);
 			String run = UUID.randomUUID().toString();
 			for (int i = 0; i < 10; i++) {
@@ -88,38 +83,6 @@ class RedisDownAtStartupIntegrationTests {
 
 	private static double count(ConfigurableApplicationContext context, String name, String... tags) {
 		return TestMeters.count(context, name, tags);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "redis_down_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
-
-		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
-		@Idempotent
-		public void apply(String key) {
-			this.effects.add(GROUP, key);
-		}
-
 	}
 
 }
