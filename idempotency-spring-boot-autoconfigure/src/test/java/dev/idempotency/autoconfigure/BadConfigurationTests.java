@@ -1,10 +1,8 @@
 package dev.idempotency.autoconfigure;
 
-import dev.idempotency.test.TestInfrastructure;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -16,18 +14,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class BadConfigurationTests {
 
-	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(
-				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
-				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyOutboxAutoConfiguration.class))
-		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
-				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
-				"spring.datasource.password=" + TestInfrastructure.postgres().password(),
-				"spring.kafka.bootstrap-servers=" + TestInfrastructure.kafkaBootstrapServers(),
-				"idempotency.outbox.relay-enabled=false");
+	private final ApplicationContextRunner runner = AutoConfigurationRunners
+		.onTheTestServers(IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
+				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyOutboxAutoConfiguration.class)
+		.withPropertyValues("idempotency.outbox.relay-enabled=false");
 
 	@ParameterizedTest(name = "{0}={1}")
 	@CsvSource(delimiter = '|', textBlock = """

@@ -72,16 +72,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 @ExtendWith(OutputCaptureExtension.class)
 class IdempotencyAutoConfigurationTests {
 
-	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(
-				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
-				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
-				IdempotencyMetricsAutoConfiguration.class))
-		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
-				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
-				"spring.datasource.password=" + TestInfrastructure.postgres().password());
+	private final ApplicationContextRunner runner = AutoConfigurationRunners.onTheTestDatabase(
+			IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
+			IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
+			IdempotencyMetricsAutoConfiguration.class);
+
+	// the stores' auto-configurations without a DataSource
+	private final ApplicationContextRunner withoutDataSource = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
+				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class));
+
+	// the Redis-only store, on a Redis nobody listens to
+	private final ApplicationContextRunner redisStore = this.withoutDataSource
+		.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
+		.withPropertyValues("idempotency.store.type=redis");
 
 	@Test
 	void configuresTheInterceptorOnTheApplicationsDataSourceAndMigratesTheTable() {
@@ -100,21 +104,16 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void backsOffWithoutDataSource() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
-			.run((context) -> assertThat(context).hasNotFailed()
-				.doesNotHaveBean(IdempotentListenerAdvisor.class)
-				.doesNotHaveBean(ProcessedMessageStore.class));
+		this.withoutDataSource.run((context) -> assertThat(context).hasNotFailed()
+			.doesNotHaveBean(IdempotentListenerAdvisor.class)
+			.doesNotHaveBean(ProcessedMessageStore.class));
 	}
 
 	@Test
 	void failsFastOnAnIdempotentMethodWhenNoStoreIsConfigured() {
 		// two DataSources, neither @Primary: the JDBC store cannot choose
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
-					IdempotencyStoreMissingAutoConfiguration.class))
+		this.withoutDataSource
+			.withConfiguration(AutoConfigurations.of(IdempotencyStoreMissingAutoConfiguration.class))
 			.withBean("ledgerDataSource", DataSource.class, () -> new DriverManagerDataSource(
 					TestInfrastructure.postgres().jdbcUrl()))
 			.withBean("auditDataSource", DataSource.class, () -> new DriverManagerDataSource(
@@ -128,10 +127,8 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void startsWithoutAStoreWhenNoMethodIsIdempotent() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class,
-					IdempotencyStoreMissingAutoConfiguration.class))
+		this.withoutDataSource
+			.withConfiguration(AutoConfigurations.of(IdempotencyStoreMissingAutoConfiguration.class))
 			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedMessageStore.class));
 	}
 
@@ -219,27 +216,16 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void usesRedisAsTheStoreWhenChosen() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
-			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
-			.withPropertyValues("idempotency.store.type=redis")
-			.run((context) -> {
-				assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedKeyCache.class);
-				assertThat(context.getBean(ProcessedMessageStore.class))
-					.isInstanceOf(RedisProcessedMessageStore.class);
-				assertThat(context).hasSingleBean(IdempotentListenerInterceptor.class);
-			});
+		this.redisStore.run((context) -> {
+			assertThat(context).hasNotFailed().doesNotHaveBean(ProcessedKeyCache.class);
+			assertThat(context.getBean(ProcessedMessageStore.class)).isInstanceOf(RedisProcessedMessageStore.class);
+			assertThat(context).hasSingleBean(IdempotentListenerInterceptor.class);
+		});
 	}
 
 	@Test
 	void refusesLeaseModeOnTheRedisStore() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
-			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
-			.withBean(LeaseListener.class)
-			.withPropertyValues("idempotency.store.type=redis")
+		this.redisStore.withBean(LeaseListener.class)
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining("LeaseListener.on")
@@ -288,11 +274,7 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void acceptsAnyPrefixForTheRedisStoreAlone() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyAutoConfiguration.class,
-					IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyRedisAutoConfiguration.class))
-			.withBean(LettuceConnectionFactory.class, () -> new LettuceConnectionFactory("127.0.0.1", 1))
-			.withPropertyValues("idempotency.store.type=redis", "idempotency.store.redis.key-prefix=idempotency:")
+		this.redisStore.withPropertyValues("idempotency.store.redis.key-prefix=idempotency:")
 			.run((context) -> assertThat(context).hasNotFailed().hasSingleBean(RedisProcessedMessageStore.class));
 	}
 
@@ -315,87 +297,53 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void failsFastOnAnInfrastructureRetryThatWouldShrink() {
-		this.runner.withPropertyValues("idempotency.infrastructure-retry.multiplier=0.5")
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.rootCause()
-				.hasMessageContaining("idempotency.infrastructure-retry.multiplier must be at least 1"));
+		assertRefusesProperty("idempotency.infrastructure-retry.multiplier=0.5",
+				"idempotency.infrastructure-retry.multiplier must be at least 1");
 	}
 
 	@Test
 	void failsFastOnABadDuration() {
-		this.runner.withPropertyValues("idempotency.cache.timeout=0s")
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.rootCause()
-				.hasMessageContaining("idempotency.cache.timeout must be positive"));
+		assertRefusesProperty("idempotency.cache.timeout=0s", "idempotency.cache.timeout must be positive");
 	}
 
 	@Test
 	void failsFastOnATableNameThatIsNotAnIdentifier() {
-		this.runner.withPropertyValues("idempotency.store.jdbc.table=keys; DROP TABLE accounts")
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.rootCause()
-				.hasMessageContaining("Invalid table name 'keys; DROP TABLE accounts'"));
+		assertRefusesProperty("idempotency.store.jdbc.table=keys; DROP TABLE accounts",
+				"Invalid table name 'keys; DROP TABLE accounts'");
 	}
 
 	@Test
 	void failsFastOnAnIdempotentMethodThatIsNotAListener() {
-		this.runner.withBean(NotAListener.class)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(NotAListener.class.getName() + ".handle")
-				.hasMessageContaining("is not a @KafkaListener"));
+		assertRefusesListener(NotAListener.class, "handle", "is not a @KafkaListener");
 	}
 
 	@Test
 	void failsFastOnAKeyExpressionThatDoesNotParse() {
-		this.runner.withBean(BadExpression.class)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(BadExpression.class.getName() + ".on")
-				.hasMessageContaining("Invalid key expression 'payload.('"));
+		assertRefusesListener(BadExpression.class, "on", "Invalid key expression 'payload.('");
 	}
 
 	@Test
 	void failsFastOnABatchListenerWithAListOfHeaders() {
-		this.runner.withBean(BatchListener.class)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(BatchListener.class.getName() + ".on")
-				.hasMessageContaining("takes a list of headers"));
+		assertRefusesListener(BatchListener.class, "on", "takes a list of headers");
 	}
 
 	@ParameterizedTest
 	@ValueSource(classes = { FutureListener.class, StageListener.class, PublisherListener.class })
 	void failsFastOnAnAsynchronousListener(Class<?> listener) {
-		this.runner.withBean(listener)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(listener.getName() + ".on")
-				.hasMessageContaining("asynchronous"));
+		assertRefusesListener(listener, "on", "asynchronous");
 	}
 
 	@ParameterizedTest
 	@ValueSource(classes = { AsyncListener.class, AsyncClassListener.class })
 	void failsFastOnAnAsyncListener(Class<?> listener) {
-		this.runner.withBean(listener)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(listener.getName() + ".on")
-				.hasMessageContaining("is @Async"));
+		assertRefusesListener(listener, "on", "is @Async");
 	}
 
 	@ParameterizedTest
 	@ValueSource(classes = { OwnTransactionListener.class, NoTransactionListener.class, OwnTransactionClassListener.class,
 			JtaOwnTransactionListener.class, JtaNoTransactionListener.class })
 	void failsFastOnAListenerWhoseOwnTransactionWouldNotJoinTheClaims(Class<?> listener) {
-		this.runner.withBean(listener)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(listener.getName() + ".on")
-				.hasMessageContaining("apart from the claim"));
+		assertRefusesListener(listener, "on", "apart from the claim");
 	}
 
 	@ParameterizedTest
@@ -468,20 +416,12 @@ class IdempotencyAutoConfigurationTests {
 
 	@Test
 	void failsFastOnABatchListenerWithAMapOfHeaders() {
-		this.runner.withBean(BatchHeadersListener.class)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(BatchHeadersListener.class.getName() + ".on")
-				.hasMessageContaining("@Headers"));
+		assertRefusesListener(BatchHeadersListener.class, "on", "@Headers");
 	}
 
 	@Test
 	void failsFastOnAPayloadBatchListenerWithAFilterOfItsOwn() {
-		this.runner.withBean(FilteredPayloadBatchListener.class)
-			.run((context) -> assertThat(context).hasFailed()
-				.getFailure()
-				.hasMessageContaining(FilteredPayloadBatchListener.class.getName() + ".on")
-				.hasMessageContaining("filter"));
+		assertRefusesListener(FilteredPayloadBatchListener.class, "on", "filter");
 	}
 
 	@Test
@@ -517,6 +457,26 @@ class IdempotencyAutoConfigurationTests {
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining("manages another DataSource"));
+	}
+
+	/**
+	 * Assert that the application does not start with a listener bean, naming its method.
+	 */
+	private void assertRefusesListener(Class<?> listener, String method, String message) {
+		this.runner.withBean(listener)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining(listener.getName() + "." + method)
+				.hasMessageContaining(message));
+	}
+
+	/**
+	 * Assert that the application does not start with a property value, for the reason
+	 * given.
+	 */
+	private void assertRefusesProperty(String property, String message) {
+		this.runner.withPropertyValues(property)
+			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
 	}
 
 	private static boolean tableExists(JdbcTemplate jdbc, String schema, String table) {

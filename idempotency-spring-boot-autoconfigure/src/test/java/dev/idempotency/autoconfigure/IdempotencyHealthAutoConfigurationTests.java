@@ -2,10 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
-import dev.idempotency.test.TestInfrastructure;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
@@ -20,19 +18,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class IdempotencyHealthAutoConfigurationTests {
 
-	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(
-				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
+	private final ApplicationContextRunner runner = AutoConfigurationRunners
+		.onTheTestServers(IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
 				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyOutboxAutoConfiguration.class,
-				IdempotencyHealthAutoConfiguration.class))
-		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
-				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
-				"spring.datasource.password=" + TestInfrastructure.postgres().password(),
-				"spring.kafka.bootstrap-servers=" + TestInfrastructure.kafkaBootstrapServers(),
-				"idempotency.outbox.relay-enabled=false", "idempotency.outbox.table=health_outbox",
+				IdempotencyHealthAutoConfiguration.class)
+		.withPropertyValues("idempotency.outbox.relay-enabled=false", "idempotency.outbox.table=health_outbox",
 				"idempotency.flyway.table=health_schema_history");
 
 	@Test

@@ -3,12 +3,10 @@ package dev.idempotency.autoconfigure;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxTraceContext;
 import dev.idempotency.internal.outbox.TracerOutboxTraceContext;
-import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -20,18 +18,10 @@ import static org.mockito.Mockito.mock;
  */
 class IdempotencyOutboxTracingAutoConfigurationTests {
 
-	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(
-				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencyJdbcStoreAutoConfiguration.class,
-				IdempotencyOutboxAutoConfiguration.class))
-		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
-				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
-				"spring.datasource.password=" + TestInfrastructure.postgres().password(),
-				"spring.kafka.bootstrap-servers=" + TestInfrastructure.kafkaBootstrapServers(),
-				"idempotency.outbox.relay-enabled=false", "idempotency.flyway.enabled=false");
+	private final ApplicationContextRunner runner = AutoConfigurationRunners
+		.onTheTestServers(IdempotencyAutoConfiguration.class, IdempotencyJdbcStoreAutoConfiguration.class,
+				IdempotencyOutboxAutoConfiguration.class)
+		.withPropertyValues("idempotency.outbox.relay-enabled=false", "idempotency.flyway.enabled=false");
 
 	@Test
 	void storesTheTraceContextWhenTheApplicationHasATracerAndAPropagator() {

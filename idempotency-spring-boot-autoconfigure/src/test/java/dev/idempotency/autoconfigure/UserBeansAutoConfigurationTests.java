@@ -16,12 +16,10 @@ import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.outbox.OutboxTraceContext;
 import dev.idempotency.internal.store.ProcessedMessageCleanup;
 import dev.idempotency.store.ProcessedMessageStore;
-import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -33,19 +31,11 @@ import static org.mockito.Mockito.mock;
  */
 class UserBeansAutoConfigurationTests {
 
-	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(
-				org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-				org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration.class,
-				org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration.class,
-				IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
+	private final ApplicationContextRunner runner = AutoConfigurationRunners
+		.onTheTestServers(IdempotencyAutoConfiguration.class, IdempotencySchemaAutoConfiguration.class,
 				IdempotencyJdbcStoreAutoConfiguration.class, IdempotencyOutboxAutoConfiguration.class,
-				IdempotencyMetricsAutoConfiguration.class))
-		.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
-		.withPropertyValues("spring.datasource.url=" + TestInfrastructure.postgres().jdbcUrl(),
-				"spring.datasource.username=" + TestInfrastructure.postgres().username(),
-				"spring.datasource.password=" + TestInfrastructure.postgres().password(),
-				"spring.kafka.bootstrap-servers=" + TestInfrastructure.kafkaBootstrapServers());
+				IdempotencyMetricsAutoConfiguration.class)
+		.withBean(MeterRegistry.class, SimpleMeterRegistry::new);
 
 	@Test
 	void theStarterDefinesEachReplaceableBeanOnItsOwn() {

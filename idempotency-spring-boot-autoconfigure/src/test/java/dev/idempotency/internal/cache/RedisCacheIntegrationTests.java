@@ -13,27 +13,27 @@ import java.util.stream.IntStream;
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import dev.idempotency.test.TestRedis;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.transaction.TransactionDefinition;
@@ -52,31 +52,25 @@ class RedisCacheIntegrationTests {
 
 	private static final String GROUP = "cache";
 
-	private static TestRedis redis;
+	private static final TestRedis redis = TestRedis.start();
 
-	private static ConfigurableApplicationContext context;
+	// after-all callbacks run in reverse order: Redis stops after the application closed
+	@RegisterExtension
+	@Order(1)
+	static final AfterAllCallback stopRedis = (extension) -> redis.close();
 
-	private static JdbcTemplate jdbc;
+	@RegisterExtension
+	@Order(2)
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, redis.springProperty(), "idempotency.cache.enabled=true",
+				"idempotency.cache.open-for=300ms", "idempotency.cache.timeout=100ms");
 
 	private static StringRedisTemplate redisTemplate;
 
 	@BeforeAll
-	static void start() {
-		redis = TestRedis.start();
-		TestInfrastructure.createTopic(TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
-				"idempotency.cache.enabled=true",
-				"idempotency.cache.open-for=300ms", "idempotency.cache.timeout=100ms");
-		jdbc = context.getBean(JdbcTemplate.class);
-		redisTemplate = context.getBean(StringRedisTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-		redis.close();
+	static void redisTemplate() {
+		redisTemplate = app.bean(StringRedisTemplate.class);
 	}
 
 	@Test
@@ -85,11 +79,11 @@ class RedisCacheIntegrationTests {
 		send(key);
 		awaitConsumed();
 		await().atMost(Duration.ofSeconds(10)).until(() -> cached(key));
-		int transactions = context.getBean(CountingTransactionManager.class).begun();
+		int transactions = app.bean(CountingTransactionManager.class).begun();
 		double hits = count("idempotency.messages", "outcome", "duplicate", "source", "cache");
 		send(key);
 		awaitConsumed();
-		assertThat(context.getBean(CountingTransactionManager.class).begun()).isEqualTo(transactions);
+		assertThat(app.bean(CountingTransactionManager.class).begun()).isEqualTo(transactions);
 		assertThat(count("idempotency.messages", "outcome", "duplicate", "source", "cache") - hits).isEqualTo(1.0);
 		assertThat(effects(key)).isEqualTo(1);
 	}
@@ -101,8 +95,7 @@ class RedisCacheIntegrationTests {
 		keys.forEach(RedisCacheIntegrationTests::send);
 		awaitConsumed();
 		await().atMost(Duration.ofSeconds(10)).until(() -> keys.stream().allMatch(RedisCacheIntegrationTests::cached));
-		MessageListenerContainer container = context.getBean(KafkaListenerEndpointRegistry.class)
-			.getListenerContainer(GROUP);
+		MessageListenerContainer container = app.container(GROUP);
 		container.stop();
 		keys.forEach(RedisCacheIntegrationTests::send);
 		long mgets = redisCalls("mget");
@@ -120,7 +113,7 @@ class RedisCacheIntegrationTests {
 	@Test
 	void aRolledBackTransactionNeverReachesTheCache() {
 		String key = UUID.randomUUID().toString();
-		Effects effects = context.getBean(Effects.class);
+		Effects effects = app.bean(Effects.class);
 		effects.failAlways(key);
 		send(key);
 		awaitConsumed();
@@ -177,13 +170,13 @@ class RedisCacheIntegrationTests {
 		send(after);
 		awaitConsumed();
 		assertThat(count("idempotency.cache.requests", "result", "hit")).isGreaterThan(hits);
-		assertThat(context.getBean(MeterRegistry.class).get("idempotency.cache.breaker.open").gauge().value())
+		assertThat(app.bean(MeterRegistry.class).get("idempotency.cache.breaker.open").gauge().value())
 			.isZero();
 		assertThat(effects(after)).isEqualTo(1);
 	}
 
 	private static void send(String key) {
-		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		app.send(TOPIC, key, key);
 	}
 
 	private static void awaitConsumed() {
@@ -215,11 +208,11 @@ class RedisCacheIntegrationTests {
 	}
 
 	private static int effects(String key) {
-		return jdbc.queryForObject("SELECT count(*) FROM cache_effects WHERE message_key = ?", Integer.class, key);
+		return app.bean(TestEffects.class).count(GROUP, key);
 	}
 
 	private static double count(String name, String... tags) {
-		return TestMeters.count(context, name, tags);
+		return app.count(name, tags);
 	}
 
 	private static void sleep(long millis) {
@@ -241,9 +234,13 @@ class RedisCacheIntegrationTests {
 		}
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc, StringRedisTemplate redis) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS cache_effects (id BIGSERIAL PRIMARY KEY, message_key TEXT NOT NULL)");
-			return new Effects(jdbc, redis);
+		TestEffects testEffects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "cache_effects");
+		}
+
+		@Bean
+		Effects effects(TestEffects effects, StringRedisTemplate redis) {
+			return new Effects(effects, redis);
 		}
 
 		@Bean
@@ -283,12 +280,12 @@ class RedisCacheIntegrationTests {
 
 		private volatile boolean sawOwnKeyInCache;
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
 		private final StringRedisTemplate redis;
 
-		Effects(JdbcTemplate jdbc, StringRedisTemplate redis) {
-			this.jdbc = jdbc;
+		Effects(TestEffects effects, StringRedisTemplate redis) {
+			this.effects = effects;
 			this.redis = redis;
 		}
 
@@ -296,7 +293,7 @@ class RedisCacheIntegrationTests {
 		@Idempotent
 		public void apply(String key) {
 			this.attempts.merge(key, 1, Integer::sum);
-			this.jdbc.update("INSERT INTO cache_effects (message_key) VALUES (?)", key);
+			this.effects.add(GROUP, key);
 			if (this.failAlways.contains(key)) {
 				// inside the transaction, after the claim: the key must not be in the cache yet
 				if (Boolean.TRUE.equals(this.redis.hasKey(redisKey(key)))) {

@@ -5,8 +5,9 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestMeters;
@@ -14,12 +15,7 @@ import dev.idempotency.test.TestRedis;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.kafka.annotation.KafkaListener;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -40,9 +36,10 @@ class RedisDownAtStartupIntegrationTests {
 		TestInfrastructure.createTopic(TOPIC, 1);
 		try (TestRedis redis = TestRedis.notRunning();
 				ConfigurableApplicationContext context = assertTimeoutPreemptively(Duration.ofSeconds(90),
-						() -> TestApplications.run(App.class, TestApplications.WITHOUT_JPA, redis.springProperty(),
-								"idempotency.cache.enabled=true", "idempotency.cache.timeout=100ms",
-								"idempotency.cache.open-for=300ms"))) {
+						() -> TestApplications.run(KeyEffectsApp.class, TestApplications.WITHOUT_JPA,
+								redis.springProperty(), "idempotency.cache.enabled=true",
+								"idempotency.cache.timeout=100ms", "idempotency.cache.open-for=300ms",
+								"test.topic=" + TOPIC, "test.group=" + GROUP))) {
 			assertThat(context.getBean(ProcessedKeyCache.class)).isInstanceOf(RedisProcessedKeyCache.class);
 			String run = UUID.randomUUID().toString();
 			for (int i = 0; i < 10; i++) {
@@ -73,7 +70,7 @@ class RedisDownAtStartupIntegrationTests {
 	}
 
 	private static void send(String key) {
-		TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+		TestKafka.send(TOPIC, 0, key, Map.of(TestApplication.KEY_HEADER, key));
 	}
 
 	private static void awaitConsumed() {
@@ -81,41 +78,11 @@ class RedisDownAtStartupIntegrationTests {
 	}
 
 	private static int effects(ConfigurableApplicationContext context, String key) {
-		return context.getBean(JdbcTemplate.class)
-			.queryForObject("SELECT count(*) FROM redis_down_effects WHERE message_key = ?", Integer.class, key);
+		return context.getBean(TestEffects.class).count(GROUP, key);
 	}
 
 	private static double count(ConfigurableApplicationContext context, String name, String... tags) {
 		return TestMeters.count(context, name, tags);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS redis_down_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
-		}
-
-	}
-
-	static class Effects {
-
-		private final JdbcTemplate jdbc;
-
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
-		}
-
-		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
-		@Idempotent
-		public void apply(String key) {
-			this.jdbc.update("INSERT INTO redis_down_effects (message_key) VALUES (?)", key);
-		}
-
 	}
 
 }

@@ -6,29 +6,25 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import dev.idempotency.Idempotent;
 import dev.idempotency.autoconfigure.IdempotencyRedisAutoConfiguration;
 import dev.idempotency.store.Claim;
 import dev.idempotency.store.ProcessedMessage;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import dev.idempotency.test.TestRedis;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.kafka.annotation.KafkaListener;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -44,23 +40,15 @@ class RedisKeySpacesIntegrationTests {
 
 	private static final String GROUP = "key-spaces";
 
-	private static TestRedis redis;
+	private static final TestRedis redis = TestRedis.start();
 
-	private static ApplicationContextRunner redisApp;
+	@RegisterExtension
+	static final AfterAllCallback stopRedis = (extension) -> redis.close();
 
-	@BeforeAll
-	static void start() {
-		redis = TestRedis.start();
-		redisApp = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(IdempotencyRedisAutoConfiguration.class))
-			.withBean(LettuceConnectionFactory.class,
-					() -> new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port())));
-	}
-
-	@AfterAll
-	static void stop() {
-		redis.close();
-	}
+	private static final ApplicationContextRunner redisApp = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(IdempotencyRedisAutoConfiguration.class))
+		.withBean(LettuceConnectionFactory.class,
+				() -> new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port())));
 
 	@Test
 	void theCacheDoesNotTakeAKeyInProgressInTheStoreForAProcessedOne() {
@@ -98,15 +86,13 @@ class RedisKeySpacesIntegrationTests {
 		redisApp.withPropertyValues("idempotency.store.type=redis").run((storeApp) -> {
 			RedisProcessedMessageStore store = storeApp.getBean(RedisProcessedMessageStore.class);
 			assertThat(store.claim(message(key)).isNew()).isTrue();
-			try (ConfigurableApplicationContext app = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-					redis.springProperty(), "idempotency.cache.enabled=true")) {
+			try (ConfigurableApplicationContext app = TestApplications.run(KeyEffectsApp.class,
+					TestApplications.WITHOUT_JPA, redis.springProperty(), "idempotency.cache.enabled=true",
+					"test.topic=" + TOPIC, "test.group=" + GROUP)) {
 				awaitAnswering(app.getBean(ProcessedKeyCache.class));
-				TestKafka.send(TOPIC, 0, key, Map.of("X-Idempotency-Key", key));
+				TestKafka.send(TOPIC, 0, key, Map.of(TestApplication.KEY_HEADER, key));
 				TestKafka.awaitCommitted(GROUP, new TopicPartition(TOPIC, 0), Duration.ofSeconds(60));
-				assertThat(app.getBean(JdbcTemplate.class)
-					.queryForObject("SELECT count(*) FROM key_spaces_effects WHERE message_key = ?", Integer.class,
-							key))
-					.isEqualTo(1);
+				assertThat(app.getBean(TestEffects.class).count(GROUP, key)).isEqualTo(1);
 			}
 		});
 	}
@@ -125,35 +111,6 @@ class RedisKeySpacesIntegrationTests {
 			cache.markProcessed("probe", probe);
 			return cache.isProcessed("probe", probe);
 		});
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS key_spaces_effects (id BIGSERIAL PRIMARY KEY, "
-					+ "message_key TEXT NOT NULL)");
-			return new Effects(jdbc);
-		}
-
-	}
-
-	static class Effects {
-
-		private final JdbcTemplate jdbc;
-
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
-		}
-
-		@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
-		@Idempotent
-		public void apply(String key) {
-			this.jdbc.update("INSERT INTO key_spaces_effects (message_key) VALUES (?)", key);
-		}
-
 	}
 
 }

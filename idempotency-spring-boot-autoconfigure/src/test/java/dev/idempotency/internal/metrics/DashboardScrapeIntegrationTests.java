@@ -18,21 +18,20 @@ import java.util.regex.Pattern;
 import dev.idempotency.IdempotencyContext;
 import dev.idempotency.Idempotent;
 import dev.idempotency.outbox.Outbox;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestKafka;
-import dev.idempotency.test.TestMeters;
 import dev.idempotency.test.TestRedis;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -80,40 +79,29 @@ class DashboardScrapeIntegrationTests {
 
 	private static final Pattern SAMPLE_LABEL = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"");
 
-	private static TestRedis redis;
+	private static final TestRedis redis = TestRedis.start();
 
-	private static ConfigurableApplicationContext context;
+	// after-all callbacks run in reverse order: Redis stops after the application closed
+	@RegisterExtension
+	@Order(1)
+	static final AfterAllCallback stopRedis = (extension) -> redis.close();
 
-	@BeforeAll
-	static void start() {
-		redis = TestRedis.start();
-		TestInfrastructure.createTopic(TOPIC, 1);
-		TestInfrastructure.createTopic(OUTBOX_TOPIC, 1);
-		TestInfrastructure.createTopic(LEASE_TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				redis.springProperty(), "management.prometheus.metrics.export.enabled=true",
-				"idempotency.cache.enabled=true", "idempotency.missing-key=reject",
-				"idempotency.outbox.table=scrape_outbox", "idempotency.flyway.table=scrape_schema_history",
-				"idempotency.outbox.max-attempts=1", "idempotency.outbox.poll-interval=200ms",
-				"spring.kafka.producer.properties[max.block.ms]=500",
+	@RegisterExtension
+	@Order(2)
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC, OUTBOX_TOPIC, LEASE_TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, redis.springProperty(),
+				"management.prometheus.metrics.export.enabled=true", "idempotency.cache.enabled=true",
+				"idempotency.missing-key=reject", "idempotency.outbox.table=scrape_outbox",
+				"idempotency.flyway.table=scrape_schema_history", "idempotency.outbox.max-attempts=1",
+				"idempotency.outbox.poll-interval=200ms", "spring.kafka.producer.properties[max.block.ms]=500",
 				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
 				"spring.kafka.producer.properties[request.timeout.ms]=1000");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-		if (redis != null) {
-			redis.close();
-		}
-	}
 
 	@Test
 	void everyNameAndLabelOfTheDashboardAndTheAlertsIsInTheScrape() throws IOException {
 		driveEveryDecision();
-		Map<String, List<Map<String, String>>> scrape = parse(context.getBean(PrometheusMeterRegistry.class).scrape());
+		Map<String, List<Map<String, String>>> scrape = parse(app.bean(PrometheusMeterRegistry.class).scrape());
 		List<String> expressions = new ArrayList<>(dashboardExpressions());
 		assertThat(expressions).hasSizeGreaterThan(15);
 		List<String> alerts = alertExpressions();
@@ -133,7 +121,7 @@ class DashboardScrapeIntegrationTests {
 		send(key, "ok");
 		awaitCount("processed", "store", 1);
 		// duplicate, from the cache (written after the commit)
-		StringRedisTemplate redisTemplate = context.getBean(StringRedisTemplate.class);
+		StringRedisTemplate redisTemplate = app.bean(StringRedisTemplate.class);
 		await().atMost(Duration.ofSeconds(10)).until(() -> !redisTemplate.keys("idempotency:cache:*").isEmpty());
 		send(key, "ok");
 		awaitCount("duplicate", "cache", 1);
@@ -145,38 +133,37 @@ class DashboardScrapeIntegrationTests {
 		send(run + "-f", "fail");
 		awaitCount("failed", "store", 1);
 		// rejected: no key, policy reject
-		TestKafka.send(TOPIC, 0, "no key", Map.of());
+		app.send(TOPIC, "no key", null);
 		awaitCount("rejected", "none", 1);
 		// lease mode: a fingerprint mismatch, and a lease lost to a (simulated) takeover
-		TestKafka.send(LEASE_TOPIC, 0, "amount=10", Map.of("X-Idempotency-Key", run + "-l"));
-		TestKafka.send(LEASE_TOPIC, 0, "amount=99", Map.of("X-Idempotency-Key", run + "-l"));
-		TestKafka.send(LEASE_TOPIC, 0, "taken over", Map.of("X-Idempotency-Key", run + "-t"));
+		app.send(LEASE_TOPIC, "amount=10", run + "-l");
+		app.send(LEASE_TOPIC, "amount=99", run + "-l");
+		app.send(LEASE_TOPIC, "taken over", run + "-t");
 		await().atMost(Duration.ofSeconds(30))
-			.until(() -> TestMeters.count(context, "idempotency.fingerprint.mismatches") == 1
-					&& TestMeters.count(context, "idempotency.lease.lost") == 1);
+			.until(() -> app.count("idempotency.fingerprint.mismatches") == 1
+					&& app.count("idempotency.lease.lost") == 1);
 		// an outbox event published, and one dead (too large for its topic; one attempt)
-		TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
-		Outbox outbox = context.getBean(Outbox.class);
+		TransactionTemplate transactions = app.bean(TransactionTemplate.class);
+		Outbox outbox = app.bean(Outbox.class);
 		transactions.executeWithoutResult((status) -> outbox.publish(OUTBOX_TOPIC, "k", "v"));
 		String tooSmall = "it-scrape-too-small-" + run;
 		TestInfrastructure.createTopic(tooSmall, 1, Map.of("max.message.bytes", "1000"));
 		transactions.executeWithoutResult((status) -> outbox.publish(tooSmall, "k", "v" + "x".repeat(2000)));
 		await().atMost(Duration.ofSeconds(30))
-			.until(() -> TestMeters.count(context, "idempotency.outbox.published", "topic", OUTBOX_TOPIC) == 1
-					&& context.getBean(PrometheusMeterRegistry.class)
+			.until(() -> app.count("idempotency.outbox.published", "topic", OUTBOX_TOPIC) == 1
+					&& app.bean(PrometheusMeterRegistry.class)
 						.get("idempotency.outbox.dead")
 						.gauge()
 						.value() == 1);
 	}
 
 	private static void send(String key, String value) {
-		TestKafka.send(TOPIC, 0, value, Map.of("X-Idempotency-Key", key));
+		app.send(TOPIC, value, key);
 	}
 
 	private static void awaitCount(String outcome, String source, double atLeast) {
 		await().atMost(Duration.ofSeconds(30))
-			.until(() -> TestMeters.count(context, "idempotency.messages", "outcome", outcome, "source",
-					source) >= atLeast);
+			.until(() -> app.count("idempotency.messages", "outcome", outcome, "source", source) >= atLeast);
 	}
 
 	private static List<String> dashboardExpressions() throws IOException {

@@ -8,9 +8,7 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
-import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -28,7 +26,6 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -46,10 +43,8 @@ class OutboxClaimAheadIntegrationTests {
 		String topic = "it-outbox-claim-ahead-" + UUID.randomUUID();
 		TestInfrastructure.createTopic(topic, 1);
 		BlockingInterceptor.reset();
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=ahead_outbox",
-				"idempotency.flyway.table=ahead_schema_history", "idempotency.outbox.batch-size=2",
-				"idempotency.outbox.claim-ahead=true");
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(App.class, "ahead",
+				"idempotency.outbox.batch-size=2", "idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			relayUntilTheFirstSendIsHeld(context, topic, "k1", "k2", "k1-second", "k3", "k4");
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
@@ -90,10 +85,8 @@ class OutboxClaimAheadIntegrationTests {
 		String topic = "it-outbox-claim-ahead-late-" + UUID.randomUUID();
 		TestInfrastructure.createTopic(topic, 1);
 		BlockingInterceptor.reset();
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=late_ahead_outbox",
-				"idempotency.flyway.table=late_ahead_schema_history", "idempotency.outbox.batch-size=2",
-				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=3s",
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(App.class, "late_ahead",
+				"idempotency.outbox.batch-size=2", "idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=3s",
 				"idempotency.outbox.initial-backoff=100ms", "idempotency.outbox.claim-ahead=true");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			relayUntilTheFirstSendIsHeld(context, topic, "k1", "k2", "k3", "k4");
@@ -120,8 +113,7 @@ class OutboxClaimAheadIntegrationTests {
 			String... keys) throws InterruptedException {
 		OutboxRelay relay = context.getBean(OutboxRelay.class);
 		relay.stop();
-		Outbox outbox = context.getBean(Outbox.class);
-		context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+		OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 			for (String key : keys) {
 				String payload = key.contains("-") ? key : key + "-first";
 				if (payload.equals("k1-first")) {

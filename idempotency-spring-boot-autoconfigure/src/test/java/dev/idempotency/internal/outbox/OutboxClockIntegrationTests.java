@@ -1,21 +1,16 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
 import java.time.Duration;
 import java.util.UUID;
 
-import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestInfrastructure.Postgres;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -45,26 +40,18 @@ class OutboxClockIntegrationTests {
 					CREATE OR REPLACE FUNCTION clock_behind.now() RETURNS timestamptz LANGUAGE sql STABLE
 					    AS $$ SELECT pg_catalog.now() - interval '1 hour' $$;
 					""");
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=clock_outbox",
-				"idempotency.flyway.table=clock_schema_history", "idempotency.outbox.poll-interval=100ms",
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "clock",
+				"idempotency.outbox.poll-interval=100ms",
 				"spring.datasource.hikari.connection-init-sql=SET search_path = public, clock_behind, pg_catalog");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			assertThat(jdbc.queryForObject("SELECT extract(epoch FROM clock_timestamp() - now())", Double.class))
 				.as("the relay's clock is behind").isGreaterThan(3000.0);
-			UUID eventId = context.getBean(TransactionTemplate.class)
-				.execute((status) -> context.getBean(Outbox.class).publish(topic, "k", "stamped ahead"));
+			UUID eventId = OutboxFixtures.publish(context, topic, "k", "stamped ahead");
 			assertThat(consumer.receive(1, Duration.ofSeconds(20))).singleElement()
 				.satisfies((record) -> assertThat(TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
 					.isEqualTo(eventId.toString()));
 		}
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
 	}
 
 }

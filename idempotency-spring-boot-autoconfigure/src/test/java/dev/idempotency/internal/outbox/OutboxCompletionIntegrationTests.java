@@ -1,25 +1,17 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.transaction.support.TransactionTemplate;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -31,28 +23,12 @@ import static org.awaitility.Awaitility.await;
  */
 class OutboxCompletionIntegrationTests {
 
-	private static ConfigurableApplicationContext context;
-
-	private static JdbcTemplate jdbc;
-
-	@BeforeAll
-	static void start() {
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.table=marked_outbox", "idempotency.flyway.table=marked_schema_history",
-				"idempotency.outbox.completion=mark", "idempotency.outbox.retention=2s",
-				"idempotency.outbox.max-attempts=1", "idempotency.outbox.initial-backoff=200ms",
-				"idempotency.outbox.poll-interval=200ms", "spring.kafka.producer.properties[max.block.ms]=500",
-				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
-				"spring.kafka.producer.properties[request.timeout.ms]=1000");
-		jdbc = context.getBean(JdbcTemplate.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(OutboxFixtures.Writer.class)
+		.properties(OutboxFixtures.relayOn("marked", "idempotency.outbox.completion=mark",
+				"idempotency.outbox.retention=2s", "idempotency.outbox.max-attempts=1",
+				"idempotency.outbox.initial-backoff=200ms", "idempotency.outbox.poll-interval=200ms"))
+		.properties(OutboxFixtures.QUICK_FAILING_SENDS);
 
 	@Test
 	void sentEventsAreMarkedSentAndPurgedOnceTheRetentionHasPassed() {
@@ -63,7 +39,7 @@ class OutboxCompletionIntegrationTests {
 			assertThat(consumer.receive(1, Duration.ofSeconds(20))).hasSize(1);
 		}
 		await().atMost(Duration.ofSeconds(10)).until(() -> "SENT".equals(status(eventId)));
-		Map<String, Object> sent = jdbc.queryForMap(
+		Map<String, Object> sent = app.jdbc().queryForMap(
 				"SELECT sent_at, (SELECT count(*) FROM marked_outbox_claims) AS claims FROM marked_outbox WHERE event_id = ?",
 				eventId);
 		assertThat(sent.get("sent_at")).isNotNull();
@@ -71,7 +47,7 @@ class OutboxCompletionIntegrationTests {
 		assertThat(sent.get("claims")).isEqualTo(0L);
 		// the relay purges every 10 seconds; the row goes only once it is older than the retention
 		await().atMost(Duration.ofSeconds(40)).until(() -> status(eventId) == null);
-		assertThat(jdbc.queryForObject("SELECT now() - ?::timestamptz >= interval '2 seconds'", Boolean.class,
+		assertThat(app.jdbc().queryForObject("SELECT now() - ?::timestamptz >= interval '2 seconds'", Boolean.class,
 				sent.get("sent_at"))).isTrue();
 	}
 
@@ -85,7 +61,7 @@ class OutboxCompletionIntegrationTests {
 		TestInfrastructure.createTopic(topic, 1, Map.of("max.message.bytes", "1000"));
 		publish(topic, "account-1", "a1" + PADDING);
 		publish(topic, "account-2", "b1" + PADDING);
-		OutboxDeadLetters deadLetters = context.getBean(OutboxDeadLetters.class);
+		OutboxDeadLetters deadLetters = app.bean(OutboxDeadLetters.class);
 		await().atMost(Duration.ofSeconds(30)).until(() -> deadLetters.count() == 2);
 		publish(topic, "account-1", "a2");
 		TestInfrastructure.alterTopic(topic, "max.message.bytes", "1048588");
@@ -103,21 +79,11 @@ class OutboxCompletionIntegrationTests {
 	}
 
 	private static UUID publish(String topic, String key, String payload) {
-		return context.getBean(TransactionTemplate.class)
-			.execute((status) -> context.getBean(Outbox.class).publish(topic, key, payload));
+		return OutboxFixtures.publish(app.context(), topic, key, payload);
 	}
 
 	private static String status(UUID eventId) {
-		return jdbc.queryForList("SELECT status FROM marked_outbox WHERE event_id = ?", String.class, eventId)
-			.stream()
-			.findFirst()
-			.orElse(null);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
+		return OutboxFixtures.status(app.jdbc(), "marked_outbox", eventId);
 	}
 
 }

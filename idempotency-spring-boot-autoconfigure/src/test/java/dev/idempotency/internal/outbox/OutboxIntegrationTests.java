@@ -4,26 +4,22 @@ import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
 import dev.idempotency.outbox.OutboxEvent;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
-import dev.idempotency.test.TestMeters;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
@@ -42,37 +38,24 @@ class OutboxIntegrationTests {
 	// larger than a poison topic takes
 	private static final String POISON = "first " + "x".repeat(2000);
 
-	private static ConfigurableApplicationContext first;
+	private static final String[] PROPERTIES = OutboxFixtures.withQuickFailingSends(TestApplications.WITHOUT_JPA,
+			TestApplications.WITH_RELAY, "idempotency.outbox.max-attempts=3",
+			"idempotency.outbox.initial-backoff=300ms", "idempotency.outbox.max-backoff=1s",
+			"idempotency.outbox.poll-interval=200ms", "idempotency.outbox.batch-size=100");
 
-	private static ConfigurableApplicationContext second;
+	// two instances of one application, on the default outbox table
+	@RegisterExtension
+	@Order(1)
+	static final TestApplication first = TestApplication.of(OutboxFixtures.Writer.class).properties(PROPERTIES);
 
-	@BeforeAll
-	static void start() {
-		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.max-attempts=3", "idempotency.outbox.initial-backoff=300ms",
-				"idempotency.outbox.max-backoff=1s", "idempotency.outbox.poll-interval=200ms",
-				"idempotency.outbox.batch-size=100",
-				"spring.kafka.producer.properties[max.block.ms]=500",
-				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
-				"spring.kafka.producer.properties[request.timeout.ms]=1000" };
-		first = TestApplications.run(App.class, properties);
-		second = TestApplications.run(App.class, properties);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (first != null) {
-			first.close();
-		}
-		if (second != null) {
-			second.close();
-		}
-	}
+	@RegisterExtension
+	@Order(2)
+	static final TestApplication second = TestApplication.of(OutboxFixtures.Writer.class).properties(PROPERTIES);
 
 	@Test
 	void refusesToPublishOutsideATransaction() {
 		assertThatExceptionOfType(IllegalTransactionStateException.class)
-			.isThrownBy(() -> first.getBean(Outbox.class).publish("it-outbox-none", "k", "v"))
+			.isThrownBy(() -> first.bean(Outbox.class).publish("it-outbox-none", "k", "v"))
 			.withMessageContaining("inside a transaction");
 	}
 
@@ -82,12 +65,12 @@ class OutboxIntegrationTests {
 		DriverManagerDataSource other = new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(),
 				postgres.password());
 		TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
-		JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
+		JdbcTemplate jdbc = first.jdbc();
 		Integer before = jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'",
 				Integer.class);
 		assertThatExceptionOfType(IllegalTransactionStateException.class)
 			.isThrownBy(() -> otherTransactions.executeWithoutResult(
-					(status) -> first.getBean(Outbox.class).publish("it-outbox-other", "k", "v")))
+					(status) -> first.bean(Outbox.class).publish("it-outbox-other", "k", "v")))
 			.withMessageContaining("outbox's DataSource");
 		assertThat(jdbc.queryForObject("SELECT count(*) FROM outbox WHERE topic = 'it-outbox-other'", Integer.class))
 			.isEqualTo(before);
@@ -97,8 +80,8 @@ class OutboxIntegrationTests {
 	void publishesNothingForARolledBackTransactionAndOnceForACommittedOne() {
 		String topic = "it-outbox-commit";
 		TestInfrastructure.createTopic(topic, 1);
-		Outbox outbox = first.getBean(Outbox.class);
-		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
+		Outbox outbox = first.bean(Outbox.class);
+		TransactionTemplate transactions = first.bean(TransactionTemplate.class);
 		transactions.executeWithoutResult((status) -> {
 			outbox.publish(topic, "order-1", "rolled back");
 			status.setRollbackOnly();
@@ -131,10 +114,9 @@ class OutboxIntegrationTests {
 		int keys = 100;
 		// both instances write, in transactions of 100 events
 		for (int batch = 0; batch < events / 100; batch++) {
-			ConfigurableApplicationContext writer = (batch % 2 == 0) ? first : second;
+			TestApplication writer = (batch % 2 == 0) ? first : second;
 			int start = batch * 100;
-			writer.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
-				Outbox outbox = writer.getBean(Outbox.class);
+			OutboxFixtures.publishInOneTransaction(writer.context(), (outbox) -> {
 				for (int i = start; i < start + 100; i++) {
 					outbox.publish(topic, "key-" + (i % keys), Integer.toString(i));
 				}
@@ -144,15 +126,10 @@ class OutboxIntegrationTests {
 			List<ConsumerRecord<String, String>> records = consumer.receive(events, Duration.ofSeconds(120));
 			assertThat(records).hasSize(events);
 			Set<String> eventIds = new HashSet<>();
-			Map<String, Integer> lastByKey = new HashMap<>();
 			for (ConsumerRecord<String, String> record : records) {
 				assertThat(eventIds.add(TestConsumer.header(record, "X-Idempotency-Key"))).isTrue();
-				int sequence = Integer.parseInt(record.value());
-				Integer last = lastByKey.put(record.key(), sequence);
-				if (last != null) {
-					assertThat(sequence).as("order of %s", record.key()).isGreaterThan(last);
-				}
 			}
+			OutboxFixtures.assertInOrderPerKey(records);
 		}
 		// between them, the two relays published each event once
 		assertThat(published(first, topic) + published(second, topic)).isEqualTo(events);
@@ -163,22 +140,22 @@ class OutboxIntegrationTests {
 		String missing = "it-outbox-too-small-" + UUID.randomUUID().toString().substring(0, 8);
 		String topic = "it-outbox-after-poison";
 		TestInfrastructure.createTopic(topic, 1);
-		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
-		Outbox outbox = first.getBean(Outbox.class);
+		TransactionTemplate transactions = first.bean(TransactionTemplate.class);
+		Outbox outbox = first.bean(Outbox.class);
 		// the topic refuses the event as too large: every send of it fails
 		poisonTopic(missing);
 		UUID poison = transactions.execute((status) -> outbox.publish(missing, "account-7", POISON));
-		OutboxDeadLetters deadLetters = first.getBean(OutboxDeadLetters.class);
+		OutboxDeadLetters deadLetters = first.bean(OutboxDeadLetters.class);
 		await().atMost(Duration.ofSeconds(30)).until(() -> isDead(poison));
 		// a later event of the same key waits behind the dead one
 		transactions.executeWithoutResult((status) -> outbox.publish(topic, "account-7", "second"));
 		try (TestConsumer consumer = new TestConsumer(topic)) {
 			assertThat(consumer.receive(1, Duration.ofSeconds(3))).isEmpty();
-			assertThat(first.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value()
-					+ second.getBean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value())
+			assertThat(first.bean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value()
+					+ second.bean(MeterRegistry.class).get("idempotency.outbox.dead").gauge().value())
 				.isGreaterThanOrEqualTo(1.0);
-			assertThat(TestMeters.count(first, "idempotency.outbox.failures", "topic", missing)
-					+ TestMeters.count(second, "idempotency.outbox.failures", "topic", missing))
+			assertThat(first.count("idempotency.outbox.failures", "topic", missing)
+					+ second.count("idempotency.outbox.failures", "topic", missing))
 				.isEqualTo(3.0);
 			// the cause is fixed; the dead event and the one behind it go out, in order
 			TestInfrastructure.alterTopic(missing, "max.message.bytes", "1048588");
@@ -198,13 +175,13 @@ class OutboxIntegrationTests {
 		String topic = "it-outbox-after-discarded";
 		TestInfrastructure.createTopic(topic, 1);
 		poisonTopic(missing);
-		TransactionTemplate transactions = first.getBean(TransactionTemplate.class);
-		Outbox outbox = first.getBean(Outbox.class);
+		TransactionTemplate transactions = first.bean(TransactionTemplate.class);
+		Outbox outbox = first.bean(Outbox.class);
 		UUID poison = transactions.execute((status) -> outbox.publish(
 				OutboxEvent.builder(missing, "account-9", POISON).type("AccountOpened").build()));
 		await().atMost(Duration.ofSeconds(30)).until(() -> isDead(poison));
 		transactions.executeWithoutResult((status) -> outbox.publish(topic, "account-9", "second"));
-		OutboxDeadLetters deadLetters = second.getBean(OutboxDeadLetters.class);
+		OutboxDeadLetters deadLetters = second.bean(OutboxDeadLetters.class);
 		assertThat(deadLetters.list(100)).filteredOn((dead) -> dead.eventId().equals(poison))
 			.singleElement()
 			.satisfies((dead) -> {
@@ -231,13 +208,12 @@ class OutboxIntegrationTests {
 	void discardsOnlyDeadEvents() {
 		String topic = "it-outbox-not-dead";
 		TestInfrastructure.createTopic(topic, 1);
-		UUID sent = first.getBean(TransactionTemplate.class)
-			.execute((status) -> first.getBean(Outbox.class).publish(topic, "k", "v"));
+		UUID sent = OutboxFixtures.publish(first.context(), topic, "k", "v");
 		try (TestConsumer consumer = new TestConsumer(topic)) {
 			assertThat(consumer.receive(1, Duration.ofSeconds(30))).hasSize(1);
 		}
-		assertThat(first.getBean(OutboxDeadLetters.class).discard(sent)).isFalse();
-		assertThat(first.getBean(OutboxDeadLetters.class).discard(UUID.randomUUID())).isFalse();
+		assertThat(first.bean(OutboxDeadLetters.class).discard(sent)).isFalse();
+		assertThat(first.bean(OutboxDeadLetters.class).discard(UUID.randomUUID())).isFalse();
 	}
 
 	/**
@@ -250,21 +226,11 @@ class OutboxIntegrationTests {
 	}
 
 	private static boolean isDead(UUID eventId) {
-		return "DEAD".equals(first.getBean(JdbcTemplate.class)
-			.queryForList("SELECT status FROM outbox WHERE event_id = ?", String.class, eventId)
-			.stream()
-			.findFirst()
-			.orElse(null));
+		return "DEAD".equals(OutboxFixtures.status(first.jdbc(), "outbox", eventId));
 	}
 
-	private static double published(ConfigurableApplicationContext context, String topic) {
-		return TestMeters.count(context, "idempotency.outbox.published", "topic", topic);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
+	private static double published(TestApplication instance, String topic) {
+		return instance.count("idempotency.outbox.published", "topic", topic);
 	}
 
 }

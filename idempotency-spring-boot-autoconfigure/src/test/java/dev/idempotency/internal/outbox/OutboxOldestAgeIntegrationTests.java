@@ -6,18 +6,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.TimeGauge;
 import io.micrometer.core.instrument.Timer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,30 +26,16 @@ import static org.awaitility.Awaitility.await;
  */
 class OutboxOldestAgeIntegrationTests {
 
-	private static ConfigurableApplicationContext context;
-
-	private static MeterRegistry registry;
-
-	@BeforeAll
-	static void start() {
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.table=aging_outbox", "idempotency.flyway.table=aging_schema_history");
-		registry = context.getBean(MeterRegistry.class);
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(OutboxFixtures.Writer.class)
+		.properties(OutboxFixtures.relayOn("aging"));
 
 	@Test
 	void oldestAgeStaysNearTheRealLatencyUnderSteadyLoad() throws InterruptedException {
 		String topic = "it-outbox-steady";
 		TestInfrastructure.createTopic(topic, 1);
-		TransactionTemplate transactions = context.getBean(TransactionTemplate.class);
-		Outbox outbox = context.getBean(Outbox.class);
+		TransactionTemplate transactions = app.bean(TransactionTemplate.class);
+		Outbox outbox = app.bean(Outbox.class);
 		AtomicBoolean publishing = new AtomicBoolean(true);
 		AtomicInteger published = new AtomicInteger();
 		// a steady stream, about a hundred events a second, that the relay keeps up with
@@ -61,11 +43,11 @@ class OutboxOldestAgeIntegrationTests {
 			while (publishing.get()) {
 				transactions.executeWithoutResult((status) -> outbox.publish(topic, "k", "v"));
 				published.incrementAndGet();
-				sleep(Duration.ofMillis(5));
+				OutboxFixtures.sleep(Duration.ofMillis(5));
 			}
 		});
 		publisher.start();
-		TimeGauge oldestAge = registry.get("idempotency.outbox.oldest.age").timeGauge();
+		TimeGauge oldestAge = registry().get("idempotency.outbox.oldest.age").timeGauge();
 		double highest = 0;
 		// longer than the 10 s between two snapshots of the whole table
 		long end = System.nanoTime() + Duration.ofSeconds(15).toNanos();
@@ -78,7 +60,7 @@ class OutboxOldestAgeIntegrationTests {
 		assertThat(published.get()).isGreaterThan(100);
 		// No event waited longer than the latency timer's maximum: the gauge may add at most
 		// one relay cycle to it, not seconds.
-		Timer latency = registry.get("idempotency.outbox.latency").tag("topic", topic).timer();
+		Timer latency = registry().get("idempotency.outbox.latency").tag("topic", topic).timer();
 		assertThat(highest)
 			.as("highest age read; latency max %.0f ms, mean %.1f ms", latency.max(TimeUnit.MILLISECONDS),
 					latency.mean(TimeUnit.MILLISECONDS))
@@ -86,23 +68,12 @@ class OutboxOldestAgeIntegrationTests {
 		// and once everything has left, it reads 0
 		await().atMost(Duration.ofSeconds(10))
 			.untilAsserted(() -> assertThat(oldestAge.value(TimeUnit.MILLISECONDS)).isZero());
-		assertThat(registry.get("idempotency.outbox.latency").tag("topic", topic).timer().count())
+		assertThat(registry().get("idempotency.outbox.latency").tag("topic", topic).timer().count())
 			.isEqualTo(published.get());
 	}
 
-	private static void sleep(Duration duration) {
-		try {
-			Thread.sleep(duration.toMillis());
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-		}
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
+	private static MeterRegistry registry() {
+		return app.bean(MeterRegistry.class);
 	}
 
 }

@@ -1,6 +1,5 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxDeadLetters;
 import java.time.Duration;
 import java.util.List;
@@ -13,15 +12,12 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.internal.store.TableName;
-import dev.idempotency.test.TestApplications;
-import org.junit.jupiter.api.AfterAll;
+import dev.idempotency.test.TestApplication;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.dao.CannotAcquireLockException;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -40,7 +36,9 @@ class OutboxOrderIntegrationTests {
 
 	private static final Duration LEASE = Duration.ofMinutes(1);
 
-	private static ConfigurableApplicationContext context;
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(OutboxFixtures.Writer.class)
+		.properties(OutboxFixtures.onTable("order"));
 
 	private static OutboxRepository repository;
 
@@ -49,25 +47,16 @@ class OutboxOrderIntegrationTests {
 	private static JdbcTemplate jdbc;
 
 	@BeforeAll
-	static void start() {
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.outbox.table=order_outbox",
-				"idempotency.flyway.table=order_schema_history");
-		repository = context.getBean(OutboxRepository.class);
-		transactions = context.getBean(TransactionTemplate.class);
-		jdbc = context.getBean(JdbcTemplate.class);
+	static void beans() {
+		repository = app.bean(OutboxRepository.class);
+		transactions = app.bean(TransactionTemplate.class);
+		jdbc = app.jdbc();
 	}
 
 	@BeforeEach
 	void emptyTheOutbox() {
 		jdbc.update("DELETE FROM order_outbox");
 		jdbc.update("DELETE FROM order_outbox_claims");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
 	}
 
 	@Test
@@ -85,7 +74,7 @@ class OutboxOrderIntegrationTests {
 			early = CompletableFuture.supplyAsync(() -> repository.claim("relay-b", LEASE));
 			await().atMost(Duration.ofSeconds(10)).until(turn::blocksAnother);
 			// the dead event is re-queued after relay b's transaction started
-			assertThat(context.getBean(OutboxDeadLetters.class).requeue(first)).isTrue();
+			assertThat(app.bean(OutboxDeadLetters.class).requeue(first)).isTrue();
 		}
 		// the re-queued event is due at once, whatever relay b's clock reads: relay b takes
 		// it, and the later event of its key only behind it
@@ -310,13 +299,7 @@ class OutboxOrderIntegrationTests {
 	}
 
 	private static UUID publish(String key, String payload) {
-		return transactions.execute((status) -> context.getBean(Outbox.class).publish("it-outbox-race", key, payload));
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
+		return OutboxFixtures.publish(app.context(), "it-outbox-race", key, payload);
 	}
 
 }

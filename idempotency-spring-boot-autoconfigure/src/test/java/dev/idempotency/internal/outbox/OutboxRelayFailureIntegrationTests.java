@@ -1,17 +1,14 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
-import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestMeters;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -28,7 +25,6 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -48,15 +44,11 @@ class OutboxRelayFailureIntegrationTests {
 	@Test
 	void eventsBackOffWhileTheBrokerCannotTakeThemThenAllArriveInOrder() {
 		String topic = "it-outbox-outage";
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=outage_outbox",
-				"idempotency.flyway.table=outage_schema_history", "idempotency.outbox.initial-backoff=200ms",
-				"idempotency.outbox.max-backoff=1s", "idempotency.outbox.max-attempts=100",
-				"idempotency.outbox.poll-interval=200ms", "spring.kafka.producer.properties[max.block.ms]=500",
-				"spring.kafka.producer.properties[delivery.timeout.ms]=1500",
-				"spring.kafka.producer.properties[request.timeout.ms]=1000")) {
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "outage",
+				OutboxFixtures.withQuickFailingSends("idempotency.outbox.initial-backoff=200ms",
+						"idempotency.outbox.max-backoff=1s", "idempotency.outbox.max-attempts=100",
+						"idempotency.outbox.poll-interval=200ms"))) {
+			OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 				for (int i = 0; i < 50; i++) {
 					outbox.publish(topic, "key-" + (i % 5), Integer.toString(i));
 				}
@@ -72,14 +64,7 @@ class OutboxRelayFailureIntegrationTests {
 			try (TestConsumer consumer = new TestConsumer(topic)) {
 				List<ConsumerRecord<String, String>> records = consumer.receive(50, Duration.ofSeconds(60));
 				assertThat(records).hasSize(50);
-				Map<String, Integer> lastByKey = new HashMap<>();
-				for (ConsumerRecord<String, String> record : records) {
-					int sequence = Integer.parseInt(record.value());
-					Integer last = lastByKey.put(record.key(), sequence);
-					if (last != null) {
-						assertThat(sequence).as("order of %s", record.key()).isGreaterThan(last);
-					}
-				}
+				OutboxFixtures.assertInOrderPerKey(records);
 			}
 			await().atMost(Duration.ofSeconds(20))
 				.until(() -> jdbc.queryForObject("SELECT count(*) FROM outage_outbox WHERE topic = ?", Integer.class,
@@ -97,14 +82,11 @@ class OutboxRelayFailureIntegrationTests {
 	@Test
 	void aBatchWhoseSendsBlockEndsWithinTheSendTimeoutAndItsLease() {
 		String prefix = "it-outbox-blocking-" + UUID.randomUUID() + "-";
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=blocking_outbox",
-				"idempotency.flyway.table=blocking_schema_history", "idempotency.outbox.send-timeout=1s",
-				"idempotency.outbox.lease=4s", "idempotency.outbox.initial-backoff=1m",
-				"idempotency.outbox.poll-interval=200ms")) {
-			Outbox outbox = context.getBean(Outbox.class);
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "blocking",
+				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.lease=4s",
+				"idempotency.outbox.initial-backoff=1m", "idempotency.outbox.poll-interval=200ms")) {
 			// four topics that do not exist (the broker does not create topics)
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 				for (int i = 0; i < 4; i++) {
 					outbox.publish(prefix + i, "key-" + i, Integer.toString(i));
 				}
@@ -123,14 +105,12 @@ class OutboxRelayFailureIntegrationTests {
 	void eventsOfARelayThatDiedHoldingTheirLeaseAreDeliveredByAnotherAndAppliedOnce() {
 		String topic = "it-outbox-failover";
 		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(Consumer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=failover_outbox",
-				"idempotency.flyway.table=failover_schema_history", "idempotency.outbox.lease=2s",
-				"idempotency.outbox.send-timeout=1s", "idempotency.outbox.poll-interval=200ms", "test.topic=" + topic)) {
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(Consumer.class, "failover",
+				"idempotency.outbox.lease=2s", "idempotency.outbox.send-timeout=1s",
+				"idempotency.outbox.poll-interval=200ms", "test.topic=" + topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			relay.stop();
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 				for (int i = 0; i < 20; i++) {
 					outbox.publish(topic, "key-" + (i % 4), Integer.toString(i));
 				}
@@ -152,8 +132,7 @@ class OutboxRelayFailureIntegrationTests {
 			await().atMost(Duration.ofSeconds(20))
 				.until(() -> TestMeters.count(context, "idempotency.messages", "outcome", "duplicate") == 20);
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM failover_effects", Integer.class)).isEqualTo(20);
-			assertThat(jdbc.queryForObject("SELECT count(DISTINCT sequence) FROM failover_effects", Integer.class))
-				.isEqualTo(20);
+			assertThat(context.getBean(TestEffects.class).keys("failover")).doesNotHaveDuplicates().hasSize(20);
 		}
 	}
 
@@ -175,34 +154,32 @@ class OutboxRelayFailureIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
-	static class Writer {
-
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
 	static class Consumer {
 
 		@Bean
-		Effects effects(JdbcTemplate jdbc) {
-			jdbc.execute("CREATE TABLE IF NOT EXISTS failover_effects (id BIGSERIAL PRIMARY KEY, sequence TEXT NOT NULL)");
-			return new Effects(jdbc);
+		TestEffects effects(JdbcTemplate jdbc) {
+			return new TestEffects(jdbc, "failover_effects");
+		}
+
+		@Bean
+		Failover failover(TestEffects effects) {
+			return new Failover(effects);
 		}
 
 	}
 
-	static class Effects {
+	static class Failover {
 
-		private final JdbcTemplate jdbc;
+		private final TestEffects effects;
 
-		Effects(JdbcTemplate jdbc) {
-			this.jdbc = jdbc;
+		Failover(TestEffects effects) {
+			this.effects = effects;
 		}
 
 		@KafkaListener(id = "failover", topics = "${test.topic}", groupId = "failover")
 		@Idempotent
 		public void on(String sequence) {
-			this.jdbc.update("INSERT INTO failover_effects (sequence) VALUES (?)", sequence);
+			this.effects.add("failover", sequence);
 		}
 
 	}

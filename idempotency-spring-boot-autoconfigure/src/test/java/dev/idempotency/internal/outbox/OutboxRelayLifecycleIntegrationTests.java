@@ -1,6 +1,5 @@
 package dev.idempotency.internal.outbox;
 
-import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -28,7 +27,6 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.core.ProducerFactory;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -43,22 +41,19 @@ class OutboxRelayLifecycleIntegrationTests {
 	void anInstanceWithTheRelaySwitchedOffWritesEventsButPublishesNone() {
 		String topic = "it-outbox-no-relay";
 		TestInfrastructure.createTopic(topic, 1);
-		String[] table = { "idempotency.outbox.table=norelay_outbox", "idempotency.flyway.table=norelay_schema_history" };
 		UUID eventId;
-		try (ConfigurableApplicationContext writer = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				table[0], table[1], "idempotency.outbox.relay-enabled=false");
+		try (ConfigurableApplicationContext writer = TestApplications.run(OutboxFixtures.Writer.class,
+				OutboxFixtures.onTable("norelay", "idempotency.outbox.relay-enabled=false"));
 				TestConsumer consumer = new TestConsumer(topic)) {
 			assertThat(writer.getBeanProvider(OutboxRelay.class).getIfAvailable()).isNull();
-			eventId = writer.getBean(TransactionTemplate.class)
-				.execute((status) -> writer.getBean(Outbox.class).publish(topic, "k", "written"));
+			eventId = OutboxFixtures.publish(writer, topic, "k", "written");
 			assertThat(consumer.receive(1, Duration.ofSeconds(3))).isEmpty();
 			assertThat(writer.getBean(JdbcTemplate.class)
 				.queryForObject("SELECT status || ':' || attempts || ':' || (SELECT count(*) FROM norelay_outbox_claims) "
 						+ "FROM norelay_outbox WHERE event_id = ?", String.class, eventId)).isEqualTo("PENDING:0:0");
 		}
 		// the event was fine: an instance that relays publishes it
-		try (ConfigurableApplicationContext relay = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				table[0], table[1], TestApplications.WITH_RELAY);
+		try (ConfigurableApplicationContext relay = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "norelay");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			assertThat(consumer.receive(1, Duration.ofSeconds(20))).singleElement()
 				.satisfies((record) -> assertThat(TestConsumer.header(record, OutboxRelay.IDEMPOTENCY_KEY_HEADER))
@@ -75,10 +70,9 @@ class OutboxRelayLifecycleIntegrationTests {
 	void aRelayThatStopsReleasesItsLeasesSoAnotherInstancePublishesAtOnce() {
 		String topic = "it-outbox-release";
 		TestInfrastructure.createTopic(topic, 1);
-		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.table=release_outbox", "idempotency.flyway.table=release_schema_history",
-				"idempotency.outbox.lease=10m", "idempotency.outbox.poll-interval=200ms" };
-		try (ConfigurableApplicationContext first = TestApplications.run(App.class, properties);
+		String[] properties = { "idempotency.outbox.lease=10m", "idempotency.outbox.poll-interval=200ms" };
+		try (ConfigurableApplicationContext first = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "release",
+				properties);
 				TestConsumer consumer = new TestConsumer(topic)) {
 			JdbcTemplate jdbc = first.getBean(JdbcTemplate.class);
 			jdbc.execute("""
@@ -87,9 +81,9 @@ class OutboxRelayLifecycleIntegrationTests {
 					CREATE TRIGGER refuse_delete BEFORE DELETE ON release_outbox
 					    FOR EACH ROW EXECUTE FUNCTION refuse_release_outbox_delete();
 					""");
-			first.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			OutboxFixtures.publishInOneTransaction(first, (outbox) -> {
 				for (int i = 0; i < 3; i++) {
-					first.getBean(Outbox.class).publish(topic, "key-" + i, Integer.toString(i));
+					outbox.publish(topic, "key-" + i, Integer.toString(i));
 				}
 			});
 			assertThat(consumer.receive(3, Duration.ofSeconds(20))).hasSize(3);
@@ -99,7 +93,8 @@ class OutboxRelayLifecycleIntegrationTests {
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM release_outbox_claims", Integer.class)).isZero();
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM release_outbox", Integer.class)).isEqualTo(3);
 			jdbc.execute("DROP TRIGGER refuse_delete ON release_outbox");
-			try (ConfigurableApplicationContext second = TestApplications.run(App.class, properties)) {
+			try (ConfigurableApplicationContext second = OutboxFixtures.runRelay(OutboxFixtures.Writer.class,
+					"release", properties)) {
 				// long before the ten-minute lease would have expired
 				await().atMost(Duration.ofSeconds(20))
 					.until(() -> jdbc.queryForObject("SELECT count(*) FROM release_outbox", Integer.class) == 0);
@@ -121,12 +116,10 @@ class OutboxRelayLifecycleIntegrationTests {
 	 */
 	@Test
 	void aRelayStartedAgainAfterAStopThatTimedOutRunsOneLoop() throws Exception {
-		String[] properties = { TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.table=restart_outbox", "idempotency.flyway.table=restart_schema_history",
-				"idempotency.outbox.shutdown-timeout=100ms", "idempotency.outbox.poll-interval=50ms",
-				"idempotency.outbox.idle-poll-interval=50ms" };
 		long before = relayLoops();
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, properties)) {
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "restart",
+				"idempotency.outbox.shutdown-timeout=100ms", "idempotency.outbox.poll-interval=50ms",
+				"idempotency.outbox.idle-poll-interval=50ms")) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			DataSource dataSource = context.getBean(DataSource.class);
@@ -163,13 +156,11 @@ class OutboxRelayLifecycleIntegrationTests {
 		TestInfrastructure.createTopic(topic, 1);
 		SlowAcknowledgments.delay = Duration.ofSeconds(3);
 		SlowAcknowledgments.acknowledging = new java.util.concurrent.CountDownLatch(1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=stopped_outbox",
-				"idempotency.flyway.table=stopped_schema_history", "idempotency.outbox.shutdown-timeout=100ms",
-				"idempotency.outbox.poll-interval=50ms", "idempotency.outbox.initial-backoff=1m",
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "stopped",
+				"idempotency.outbox.shutdown-timeout=100ms", "idempotency.outbox.poll-interval=50ms",
+				"idempotency.outbox.initial-backoff=1m",
 				"spring.kafka.producer.properties[interceptor.classes]=" + SlowAcknowledgments.class.getName())) {
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 				for (int i = 0; i < 3; i++) {
 					outbox.publish(topic, "key-" + i, Integer.toString(i));
 				}
@@ -240,15 +231,13 @@ class OutboxRelayLifecycleIntegrationTests {
 	void aRelayThatDoesNotStartWithTheApplicationPublishesOnceStartedThroughTheCustomizedProducer() {
 		String topic = "it-outbox-auto-startup";
 		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(CustomizedApp.class,
-				TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "idempotency.outbox.auto-startup=false",
-				"idempotency.outbox.table=startup_outbox", "idempotency.flyway.table=startup_schema_history");
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(CustomizedApp.class, "startup",
+				"idempotency.outbox.auto-startup=false");
 				TestConsumer consumer = new TestConsumer(topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			assertThat(relay.isAutoStartup()).isFalse();
 			assertThat(relay.isRunning()).isFalse();
-			UUID eventId = context.getBean(TransactionTemplate.class)
-				.execute((status) -> context.getBean(Outbox.class).publish(topic, "k", "later"));
+			UUID eventId = OutboxFixtures.publish(context, topic, "k", "later");
 			assertThat(consumer.receive(1, Duration.ofSeconds(2))).isEmpty();
 			ProducersSeen producers = context.getBean(ProducersSeen.class);
 			assertThat(producers.clientIds).isEmpty();
@@ -259,12 +248,6 @@ class OutboxRelayLifecycleIntegrationTests {
 					.isEqualTo(eventId.toString()));
 			assertThat(producers.clientIds).singleElement().asString().contains("outbox-relay-under-test");
 		}
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
 	}
 
 	@SpringBootConfiguration

@@ -7,8 +7,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-import dev.idempotency.outbox.Outbox;
-import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,13 +16,10 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -46,18 +41,13 @@ class OutboxRelayRobustnessIntegrationTests {
 	void eventsOfOneKeyReachOnePartitionWhateverTheApplicationsPartitioner() {
 		String topic = "it-outbox-round-robin";
 		TestInfrastructure.createTopic(topic, 4);
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=round_robin_outbox",
-				"idempotency.flyway.table=round_robin_schema_history", "idempotency.outbox.poll-interval=100ms",
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class,
+				"round_robin", "idempotency.outbox.poll-interval=100ms",
 				"spring.kafka.producer.properties[partitioner.class]="
 						+ "org.apache.kafka.clients.producer.RoundRobinPartitioner")) {
-			Outbox outbox = context.getBean(Outbox.class);
 			for (int i = 0; i < 40; i++) {
-				int sequence = i;
 				// one event per transaction: many batches, each spread anew by the partitioner
-				context.getBean(TransactionTemplate.class)
-					.executeWithoutResult((status) -> outbox.publish(topic, "key-" + (sequence % 2),
-							Integer.toString(sequence)));
+				OutboxFixtures.publish(context, topic, "key-" + (i % 2), Integer.toString(i));
 			}
 			try (TestConsumer consumer = new TestConsumer(topic)) {
 				List<ConsumerRecord<String, String>> records = consumer.receive(40, Duration.ofSeconds(60));
@@ -79,16 +69,13 @@ class OutboxRelayRobustnessIntegrationTests {
 	void aRowThatCannotBeSentFailsAloneAndTheRestOfItsBatchIsPublished() {
 		String topic = "it-outbox-bad-row";
 		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=bad_row_outbox",
-				"idempotency.flyway.table=bad_row_schema_history", "idempotency.outbox.poll-interval=100ms",
-				"idempotency.outbox.initial-backoff=1m")) {
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "bad_row",
+				"idempotency.outbox.poll-interval=100ms", "idempotency.outbox.initial-backoff=1m")) {
 			context.getBean(OutboxRelay.class).stop();
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			jdbc.update("INSERT INTO bad_row_outbox (event_id, aggregate_id, topic, payload, headers) "
 					+ "VALUES (gen_random_uuid(), 'bad', ?, convert_to('bad', 'UTF8'), '{\"tenant\": null}')", topic);
-			Outbox outbox = context.getBean(Outbox.class);
-			context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> {
+			OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
 				for (int i = 0; i < 5; i++) {
 					outbox.publish(topic, "good-" + i, Integer.toString(i));
 				}
@@ -114,14 +101,12 @@ class OutboxRelayRobustnessIntegrationTests {
 	void aRelayWhoseThreadDiesOfAnErrorSaysItIsNoLongerRunning(CapturedOutput output) {
 		String topic = "it-outbox-error";
 		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(Writer.class, TestApplications.WITHOUT_JPA,
-				TestApplications.WITH_RELAY, "idempotency.outbox.table=error_outbox",
-				"idempotency.flyway.table=error_schema_history", "idempotency.outbox.poll-interval=100ms",
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "error",
+				"idempotency.outbox.poll-interval=100ms",
 				"spring.kafka.producer.properties[interceptor.classes]=" + FailingInterceptor.class.getName())) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			assertThat(relay.isRunning()).isTrue();
-			context.getBean(TransactionTemplate.class)
-				.executeWithoutResult((status) -> context.getBean(Outbox.class).publish(topic, "k", "v"));
+			OutboxFixtures.publish(context, topic, "k", "v");
 			await().atMost(Duration.ofSeconds(20)).until(() -> !relay.isRunning());
 			assertThat(output).contains("The outbox relay stopped").contains("interceptor failed");
 			// its claims are given back: other instances need not wait for their leases
@@ -151,12 +136,6 @@ class OutboxRelayRobustnessIntegrationTests {
 		@Override
 		public void configure(Map<String, ?> configs) {
 		}
-
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class Writer {
 
 	}
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
@@ -31,13 +32,11 @@ import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -53,30 +52,19 @@ class OutboxTracingIntegrationTests {
 
 	private static final String TOPIC = "it-outbox-traced";
 
-	private static ConfigurableApplicationContext context;
-
-	@BeforeAll
-	static void start() {
-		TestInfrastructure.createTopic(TOPIC, 1);
-		context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY,
-				"idempotency.outbox.poll-interval=200ms", "spring.kafka.listener.observation-enabled=true",
-				"spring.kafka.consumer.auto-offset-reset=earliest");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (context != null) {
-			context.close();
-		}
-	}
+	@RegisterExtension
+	static final TestApplication app = TestApplication.of(App.class)
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "idempotency.outbox.poll-interval=200ms",
+				"spring.kafka.listener.observation-enabled=true", "spring.kafka.consumer.auto-offset-reset=earliest");
 
 	@Test
 	void theRecordCarriesThePublishersTraceAndTheConsumersDecisionContinuesIt() {
-		Tracer tracer = context.getBean(Tracer.class);
-		Outbox outbox = context.getBean(Outbox.class);
+		Tracer tracer = app.bean(Tracer.class);
+		Outbox outbox = app.bean(Outbox.class);
 		Span publishing = tracer.nextSpan().name("place order").start();
 		try (Tracer.SpanInScope scope = tracer.withSpan(publishing)) {
-			context.getBean(TransactionTemplate.class)
+			app.bean(TransactionTemplate.class)
 				.executeWithoutResult((status) -> outbox.publish(TOPIC, "order-1", "placed"));
 		}
 		finally {
@@ -89,7 +77,7 @@ class OutboxTracingIntegrationTests {
 					.startsWith("00-" + traceId + "-" + publishing.context().spanId() + "-"));
 		}
 		// the @Idempotent listener's decision is a span of the publisher's trace
-		Spans spans = context.getBean(Spans.class);
+		Spans spans = app.bean(Spans.class);
 		await().atMost(Duration.ofSeconds(30))
 			.untilAsserted(() -> assertThat(spans.finished())
 				.anySatisfy((span) -> {
@@ -107,12 +95,12 @@ class OutboxTracingIntegrationTests {
 	void aHeaderTheEventSetsItselfIsKept() {
 		String topic = TOPIC + "-own";
 		TestInfrastructure.createTopic(topic, 1);
-		Tracer tracer = context.getBean(Tracer.class);
-		Outbox outbox = context.getBean(Outbox.class);
+		Tracer tracer = app.bean(Tracer.class);
+		Outbox outbox = app.bean(Outbox.class);
 		String own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 		Span publishing = tracer.nextSpan().name("place order").start();
 		try (Tracer.SpanInScope scope = tracer.withSpan(publishing)) {
-			context.getBean(TransactionTemplate.class)
+			app.bean(TransactionTemplate.class)
 				.executeWithoutResult((status) -> outbox
 					.publish(OutboxEvent.builder(topic, "order-2", "placed").header("traceparent", own).build()));
 		}
@@ -129,9 +117,7 @@ class OutboxTracingIntegrationTests {
 	void storesNoTraceContextOutsideASpan() {
 		String topic = TOPIC + "-untraced";
 		TestInfrastructure.createTopic(topic, 1);
-		Outbox outbox = context.getBean(Outbox.class);
-		context.getBean(TransactionTemplate.class)
-			.executeWithoutResult((status) -> outbox.publish(topic, "order-3", "placed"));
+		OutboxFixtures.publish(app.context(), topic, "order-3", "placed");
 		try (TestConsumer consumer = new TestConsumer(topic)) {
 			List<ConsumerRecord<String, String>> records = consumer.receive(1, Duration.ofSeconds(20));
 			assertThat(records).singleElement()

@@ -4,7 +4,6 @@ import dev.idempotency.store.LeaseClaim;
 import dev.idempotency.store.LeaseStore;
 import dev.idempotency.store.ProcessedMessage;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -13,12 +12,10 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.idempotency.test.TestInfrastructure;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -46,19 +43,9 @@ class JdbcLeaseStoreIntegrationTests {
 
 	@BeforeAll
 	static void createTable() throws IOException {
-		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
-		dataSource = new HikariDataSource();
-		dataSource.setJdbcUrl(postgres.jdbcUrl());
-		dataSource.setUsername(postgres.username());
-		dataSource.setPassword(postgres.password());
-		dataSource.setMaximumPoolSize(4);
+		dataSource = StoreTables.dataSource(4);
 		jdbc = new JdbcTemplate(dataSource);
-		for (String migration : new String[] { "V1__processed_messages.sql", "V3__lease_claims.sql" }) {
-			jdbc.execute(new ClassPathResource("db/idempotency/postgresql/" + migration)
-				.getContentAsString(StandardCharsets.UTF_8)
-				.replace("${processed_messages_table}", TABLE.qualified())
-				.replace("${processed_messages_table_name}", TABLE.table()));
-		}
+		StoreTables.create(dataSource, TABLE);
 		leases = new JdbcProcessedMessageStore(jdbc, TABLE, Duration.ofSeconds(5)).leases();
 	}
 

@@ -8,7 +8,6 @@ import dev.idempotency.store.ProcessedMessageStore;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -27,7 +26,6 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idempotency.internal.metrics.MicrometerIdempotencyMetrics;
-import dev.idempotency.test.TestInfrastructure;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -35,7 +33,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -62,18 +59,8 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 
 	@BeforeAll
 	static void createTable() throws IOException {
-		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
-		dataSource = new HikariDataSource();
-		dataSource.setJdbcUrl(postgres.jdbcUrl());
-		dataSource.setUsername(postgres.username());
-		dataSource.setPassword(postgres.password());
-		dataSource.setMaximumPoolSize(12);
-		for (String migration : new String[] { "V1__processed_messages.sql", "V3__lease_claims.sql" }) {
-			new JdbcTemplate(dataSource).execute(new ClassPathResource("db/idempotency/postgresql/" + migration)
-				.getContentAsString(StandardCharsets.UTF_8)
-				.replace("${processed_messages_table}", TABLE.qualified())
-				.replace("${processed_messages_table_name}", TABLE.table()));
-		}
+		dataSource = StoreTables.dataSource(12);
+		StoreTables.create(dataSource, TABLE);
 		store = store(dataSource, Duration.ofSeconds(5));
 		transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 	}
@@ -244,10 +231,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 
 	@Test
 	void zeroLockTimeoutWaitsWhateverTheServerDefault() throws Exception {
-		try (HikariDataSource impatientByDefault = new HikariDataSource()) {
-			impatientByDefault.setJdbcUrl(dataSource.getJdbcUrl());
-			impatientByDefault.setUsername(dataSource.getUsername());
-			impatientByDefault.setPassword(dataSource.getPassword());
+		try (HikariDataSource impatientByDefault = StoreTables.dataSource()) {
 			impatientByDefault.setConnectionInitSql("SET lock_timeout = '100ms'");
 			JdbcProcessedMessageStore patient = store(impatientByDefault, Duration.ZERO);
 			TransactionTemplate patientTransactions = new TransactionTemplate(
@@ -281,10 +265,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 
 	@Test
 	void refusesToClaimInATransactionOfAnotherDataSource() {
-		try (HikariDataSource other = new HikariDataSource()) {
-			other.setJdbcUrl(dataSource.getJdbcUrl());
-			other.setUsername(dataSource.getUsername());
-			other.setPassword(dataSource.getPassword());
+		try (HikariDataSource other = StoreTables.dataSource()) {
 			TransactionTemplate otherTransactions = new TransactionTemplate(new DataSourceTransactionManager(other));
 			ProcessedMessage message = message("group", UUID.randomUUID().toString());
 			assertThatIllegalStateException()

@@ -26,9 +26,7 @@ class ProcessedMessageCleanupIntegrationTests {
 
 	@Test
 	void deletesKeysOlderThanTheRetentionOnItsScheduleAndCountsThem() {
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.store.jdbc.schema=cleanup_scheduled", "idempotency.store.jdbc.retention=1h",
-				"idempotency.store.jdbc.cleanup-interval=200ms")) {
+		try (ConfigurableApplicationContext context = run("cleanup_scheduled", "200ms")) {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			String run = UUID.randomUUID().toString();
 			insert(jdbc, "cleanup_scheduled", run + "-young", 5, "50 minutes");
@@ -51,9 +49,7 @@ class ProcessedMessageCleanupIntegrationTests {
 
 	@Test
 	void anIntervalOfZeroNeverDeletes() {
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"idempotency.store.jdbc.schema=cleanup_off", "idempotency.store.jdbc.retention=1h",
-				"idempotency.store.jdbc.cleanup-interval=0")) {
+		try (ConfigurableApplicationContext context = run("cleanup_off", "0")) {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			String run = UUID.randomUUID().toString();
 			insert(jdbc, "cleanup_off", run + "-old", 10, "2 days");
@@ -63,6 +59,14 @@ class ProcessedMessageCleanupIntegrationTests {
 				.until(() -> rows(jdbc, "cleanup_off", run + "-old") == 10);
 			assertThat(TestMeters.count(context, "idempotency.cleanup.deleted")).isZero();
 		}
+	}
+
+	/**
+	 * Start an application whose store, in a schema of its own, keeps keys for an hour.
+	 */
+	private static ConfigurableApplicationContext run(String schema, String cleanupInterval) {
+		return TestApplications.run(App.class, TestApplications.WITHOUT_JPA, "idempotency.store.jdbc.schema=" + schema,
+				"idempotency.store.jdbc.retention=1h", "idempotency.store.jdbc.cleanup-interval=" + cleanupInterval);
 	}
 
 	private static void insert(JdbcTemplate jdbc, String schema, String prefix, int count, String age) {
