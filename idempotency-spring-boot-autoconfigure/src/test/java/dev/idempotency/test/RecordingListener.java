@@ -3,7 +3,8 @@ package dev.idempotency.test;
 import org.springframework.beans.factory.annotation.Autowired;
 
 /**
- * A test listener that writes the effects of the records it applies to the application's
+ * A test listener (or a service it calls) that writes the effects of the records it
+ * applies to the application's
  * {@link TestEffects}, which it is given by setter injection: a subclass declares only its
  * listener methods, and is registered as a component of its application (such as with
  * {@link TestApplication#with(Class...)} or {@code @Import}).

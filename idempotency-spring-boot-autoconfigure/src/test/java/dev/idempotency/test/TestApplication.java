@@ -31,6 +31,16 @@ import org.springframework.kafka.listener.MessageListenerContainer;
  *     .properties(TestApplications.WITHOUT_JPA);
  * </pre>
  *
+ * A class whose application needs no configuration of its own names its components
+ * instead, with Spring Boot's auto-configuration:
+ *
+ * <pre class="code">
+ * &#64;RegisterExtension
+ * static final TestApplication app = TestApplication.with(Listener.class)
+ *     .topics("it-payments")
+ *     .properties(TestApplications.WITHOUT_JPA, "test.effects-table=payment_effects");
+ * </pre>
+ *
  * Topics are created with one partition unless named as {@code "name:partitions"}.
  */
 public final class TestApplication implements BeforeAllCallback, AfterAllCallback {
