@@ -3,6 +3,7 @@ package dev.idempotency.jpa;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestEffects;
 import jakarta.persistence.EntityManager;
@@ -12,7 +13,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.orm.jpa.JpaTransactionManager;
@@ -33,7 +34,8 @@ class JpaTransactionIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties("spring.jpa.hibernate.ddl-auto=update", "spring.jpa.open-in-view=false");
+		.properties("spring.jpa.hibernate.ddl-auto=update", "spring.jpa.open-in-view=false",
+				"test.effects-table=jpa_jdbc_effects");
 
 	@Test
 	void runsOnTheJpaTransactionManager() {
@@ -71,17 +73,8 @@ class JpaTransactionIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Ledger.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "jpa_jdbc_effects");
-		}
-
-		@Bean
-		Ledger ledger(EntityManager entityManager, TestEffects effects) {
-			return new Ledger(entityManager, effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler() {
@@ -90,15 +83,12 @@ class JpaTransactionIntegrationTests {
 
 	}
 
-	static class Ledger {
+	static class Ledger extends RecordingListener {
 
 		private final EntityManager entityManager;
 
-		private final TestEffects effects;
-
-		Ledger(EntityManager entityManager, TestEffects effects) {
+		Ledger(EntityManager entityManager) {
 			this.entityManager = entityManager;
-			this.effects = effects;
 		}
 
 		@KafkaListener(id = "jpa", topics = TOPIC, groupId = "jpa")
@@ -107,7 +97,7 @@ class JpaTransactionIntegrationTests {
 			this.entityManager.persist(new LedgerEntry(reference));
 			// send the JPA insert to the database now, so that a rollback has something to undo
 			this.entityManager.flush();
-			this.effects.add("jpa", reference);
+			effects().add("jpa", reference);
 			if (reference.startsWith("fail-")) {
 				throw new IllegalStateException("Simulated failure after both writes");
 			}

@@ -12,6 +12,8 @@ import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
@@ -29,6 +31,16 @@ import org.springframework.kafka.listener.MessageListenerContainer;
  *     .properties(TestApplications.WITHOUT_JPA);
  * </pre>
  *
+ * A class whose application needs no configuration of its own names its components
+ * instead, with Spring Boot's auto-configuration:
+ *
+ * <pre class="code">
+ * &#64;RegisterExtension
+ * static final TestApplication app = TestApplication.with(Listener.class)
+ *     .topics("it-payments")
+ *     .properties(TestApplications.WITHOUT_JPA, "test.effects-table=payment_effects");
+ * </pre>
+ *
  * Topics are created with one partition unless named as {@code "name:partitions"}.
  */
 public final class TestApplication implements BeforeAllCallback, AfterAllCallback {
@@ -39,7 +51,7 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	/** How long a test waits for records to be consumed. */
 	public static final Duration TIMEOUT = Duration.ofSeconds(30);
 
-	private final Class<?> configuration;
+	private final Class<?>[] sources;
 
 	private final List<String> topics = new ArrayList<>();
 
@@ -47,8 +59,8 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 
 	private ConfigurableApplicationContext context;
 
-	private TestApplication(Class<?> configuration) {
-		this.configuration = configuration;
+	private TestApplication(Class<?>... sources) {
+		this.sources = sources;
 	}
 
 	/**
@@ -58,6 +70,20 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	 */
 	public static TestApplication of(Class<?> configuration) {
 		return new TestApplication(configuration);
+	}
+
+	/**
+	 * An application of Spring Boot's auto-configuration and the given components, for a
+	 * test class that needs no configuration class of its own: its listeners, with the
+	 * configurations and beans they use.
+	 * @param components the components, such as listener classes
+	 * @return the extension, to register
+	 */
+	public static TestApplication with(Class<?>... components) {
+		Class<?>[] sources = new Class<?>[components.length + 1];
+		sources[0] = AutoConfiguration.class;
+		System.arraycopy(components, 0, sources, 1, components.length);
+		return new TestApplication(sources);
 	}
 
 	/**
@@ -87,7 +113,7 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 			TestInfrastructure.createTopic((colon < 0) ? topic : topic.substring(0, colon),
 					(colon < 0) ? 1 : Integer.parseInt(topic.substring(colon + 1)));
 		}
-		this.context = TestApplications.run(this.configuration, this.properties.toArray(String[]::new));
+		this.context = TestApplications.run(this.sources, this.properties.toArray(String[]::new));
 	}
 
 	@Override
@@ -104,7 +130,7 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	 */
 	public ConfigurableApplicationContext context() {
 		if (this.context == null) {
-			throw new IllegalStateException("The application of " + this.configuration.getSimpleName()
+			throw new IllegalStateException("The application of " + this.sources[this.sources.length - 1].getSimpleName()
 					+ " is not running: register the extension on a static field");
 		}
 		return this.context;
@@ -234,6 +260,16 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	 */
 	public void close() {
 		afterAll(null);
+	}
+
+	/**
+	 * The configuration of an application {@link #with(Class...) with components}: Spring
+	 * Boot's auto-configuration.
+	 */
+	@SpringBootConfiguration(proxyBeanMethods = false)
+	@EnableAutoConfiguration
+	static class AutoConfiguration {
+
 	}
 
 }

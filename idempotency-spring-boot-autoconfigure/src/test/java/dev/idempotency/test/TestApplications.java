@@ -5,9 +5,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.core.env.Environment;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * Starts Spring Boot applications connected to the test servers.
@@ -36,6 +41,17 @@ public final class TestApplications {
 	 */
 	public static final String WITH_RELAY = "idempotency.outbox.relay-enabled=true";
 
+	/**
+	 * The table of an application's {@link TestEffects} when {@value #EFFECTS_TABLE} does
+	 * not name one.
+	 */
+	public static final String DEFAULT_EFFECTS_TABLE = "test_effects";
+
+	/**
+	 * Property that names the table of the application's {@link TestEffects}.
+	 */
+	public static final String EFFECTS_TABLE = "test.effects-table";
+
 	private TestApplications() {
 	}
 
@@ -46,6 +62,19 @@ public final class TestApplications {
 	 * @return the running context
 	 */
 	public static ConfigurableApplicationContext run(Class<?> configuration, String... properties) {
+		return run(new Class<?>[] { configuration }, properties);
+	}
+
+	/**
+	 * Start an application of several sources, such as a configuration class and
+	 * components. An application with a {@link JdbcTemplate} and no {@link TestEffects} of
+	 * its own gets one, created when first used, in the table named by
+	 * {@value #EFFECTS_TABLE} ({@value #DEFAULT_EFFECTS_TABLE} by default).
+	 * @param sources the application's sources
+	 * @param properties extra properties, as {@code name=value}
+	 * @return the running context
+	 */
+	public static ConfigurableApplicationContext run(Class<?>[] sources, String... properties) {
 		Map<String, Object> defaults = new LinkedHashMap<>(TestInfrastructure.springProperties());
 		defaults.put("spring.main.banner-mode", "off");
 		// Redis is on the test classpath: without this, Spring Boot would connect the cache
@@ -70,8 +99,23 @@ public final class TestApplications {
 		}
 		List<String> arguments = new ArrayList<>();
 		defaults.forEach((name, value) -> arguments.add("--" + name + "=" + value));
-		return new SpringApplicationBuilder(configuration).web(WebApplicationType.NONE)
+		return new SpringApplicationBuilder(sources).web(WebApplicationType.NONE)
+			.initializers((context) -> context
+				.addBeanFactoryPostProcessor((beanFactory) -> registerEffects(beanFactory, context.getEnvironment())))
 			.run(arguments.toArray(String[]::new));
+	}
+
+	private static void registerEffects(ConfigurableListableBeanFactory beanFactory, Environment environment) {
+		if (!(beanFactory instanceof BeanDefinitionRegistry registry)
+				|| beanFactory.getBeanNamesForType(TestEffects.class, true, false).length > 0
+				|| beanFactory.getBeanNamesForType(JdbcTemplate.class, true, false).length == 0) {
+			return;
+		}
+		RootBeanDefinition effects = new RootBeanDefinition(TestEffects.class,
+				() -> new TestEffects(beanFactory.getBean(JdbcTemplate.class),
+						environment.getProperty(EFFECTS_TABLE, DEFAULT_EFFECTS_TABLE)));
+		effects.setLazyInit(true);
+		registry.registerBeanDefinition("testEffects", effects);
 	}
 
 }

@@ -7,7 +7,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * The business effects of a test application's listeners: one row per applied record,
  * written with the application's {@link JdbcTemplate}, so that it joins the claim's
- * transaction and commits or rolls back with it. Declare it as a bean and count its rows.
+ * transaction and commits or rolls back with it. An application started by
+ * {@link TestApplications} has one, in the table named by
+ * {@value TestApplications#EFFECTS_TABLE}, unless it declares its own bean; listeners get
+ * it by extending {@link RecordingListener}. Count its rows.
  */
 public final class TestEffects {
 

@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -14,10 +15,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.Acknowledgment;
 
@@ -36,9 +33,10 @@ class AcknowledgmentIntegrationTests {
 	private static final String BATCHES = "it-nack-batch";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listeners.class)
 		.topics(RECORDS, BATCHES)
-		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=ack_effects",
+				"spring.kafka.listener.ack-mode=manual",
 				// a nack pauses the partition until the next poll returns: keep polls short
 				"spring.kafka.listener.poll-timeout=200ms");
 
@@ -92,23 +90,7 @@ class AcknowledgmentIntegrationTests {
 		return app.bean(TestEffects.class).count(kind, key);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "ack_effects");
-		}
-
-		@Bean
-		Listeners listeners(TestEffects effects) {
-			return new Listeners(effects);
-		}
-
-	}
-
-	static class Listeners {
+	static class Listeners extends RecordingListener {
 
 		private final Set<String> seen = ConcurrentHashMap.newKeySet();
 
@@ -117,12 +99,6 @@ class AcknowledgmentIntegrationTests {
 		private final Set<String> nackWholeBatchOnce = ConcurrentHashMap.newKeySet();
 
 		private final Set<String> unsupportedNacks = ConcurrentHashMap.newKeySet();
-
-		private final TestEffects effects;
-
-		Listeners(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		public void nackOnce(String key) {
 			this.nackOnce.add(key);
@@ -140,11 +116,11 @@ class AcknowledgmentIntegrationTests {
 		@Idempotent
 		public void record(String payload, Acknowledgment acknowledgment) {
 			if (this.seen.add(payload)) {
-				this.effects.add("nacked", payload);
+				effects().add("nacked", payload);
 				acknowledgment.nack(Duration.ofMillis(10));
 				return;
 			}
-			this.effects.add("applied", payload);
+			effects().add("applied", payload);
 			acknowledgment.acknowledge();
 		}
 
@@ -157,7 +133,7 @@ class AcknowledgmentIntegrationTests {
 					acknowledgment.nack(i, Duration.ofMillis(10));
 					return;
 				}
-				this.effects.add("batch", key);
+				effects().add("batch", key);
 			}
 			String first = records.get(0).value();
 			if (this.nackWholeBatchOnce.remove(first)) {

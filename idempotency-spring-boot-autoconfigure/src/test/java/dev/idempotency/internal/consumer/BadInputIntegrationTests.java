@@ -21,6 +21,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
@@ -182,27 +183,8 @@ class BadInputIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Keys.class, Amounts.class, Poison.class, Recovered.class })
 	static class App {
-
-		@Bean
-		Keys keys() {
-			return new Keys();
-		}
-
-		@Bean
-		Amounts amounts() {
-			return new Amounts();
-		}
-
-		@Bean
-		Poison poison() {
-			return new Poison();
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(Recovered recovered) {

@@ -9,6 +9,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -18,8 +19,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.core.NestedExceptionUtils;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.BatchListenerFailedException;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -78,7 +79,7 @@ class BatchFailureInterplayIntegrationTests {
 	private static TestApplication application(String topic, String... properties) {
 		return TestApplication.of(App.class)
 			.topics(topic)
-			.properties(TestApplications.WITHOUT_JPA)
+			.properties(TestApplications.WITHOUT_JPA, "test.effects-table=interplay_effects")
 			.properties(properties);
 	}
 
@@ -95,17 +96,8 @@ class BatchFailureInterplayIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listeners.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "interplay_effects");
-		}
-
-		@Bean
-		Listeners listeners(TestEffects effects) {
-			return new Listeners(effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(Listeners listeners) {
@@ -114,19 +106,13 @@ class BatchFailureInterplayIntegrationTests {
 
 	}
 
-	static class Listeners {
+	static class Listeners extends RecordingListener {
 
 		private final List<String> recovered = new CopyOnWriteArrayList<>();
 
 		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
 
 		private final Set<String> nackOnce = ConcurrentHashMap.newKeySet();
-
-		private final TestEffects effects;
-
-		Listeners(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		@KafkaListener(id = "interplay-failed", topics = FAILED, groupId = "interplay-failed", batch = "true",
 				autoStartup = "false")
@@ -155,7 +141,7 @@ class BatchFailureInterplayIntegrationTests {
 		}
 
 		private void insert(String value) {
-			this.effects.add("listeners", value);
+			effects().add("listeners", value);
 		}
 
 		public void nackOnce(String value) {

@@ -6,6 +6,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.BatchListenerFailedException;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -36,7 +37,7 @@ class BatchListenerFailedIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=failed_batch_effects");
 
 	@Test
 	void recordsBeforeTheFailedOneAreAppliedAndItReachesTheRecoverer() {
@@ -59,17 +60,8 @@ class BatchListenerFailedIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "failed_batch_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(Listener listener) {
@@ -79,15 +71,9 @@ class BatchListenerFailedIntegrationTests {
 
 	}
 
-	static class Listener {
+	static class Listener extends RecordingListener {
 
 		private final List<String> recovered = new CopyOnWriteArrayList<>();
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		@KafkaListener(id = "failing-batch", topics = TOPIC, groupId = "failing-batch", batch = "true",
 				autoStartup = "false")
@@ -98,7 +84,7 @@ class BatchListenerFailedIntegrationTests {
 				if (key.endsWith("-poison")) {
 					throw new BatchListenerFailedException("Poison record", i);
 				}
-				this.effects.add("failing-batch", key);
+				effects().add("failing-batch", key);
 			}
 		}
 

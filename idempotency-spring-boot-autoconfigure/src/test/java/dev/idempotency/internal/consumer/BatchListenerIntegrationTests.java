@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -18,10 +19,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -33,9 +30,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class BatchListenerIntegrationTests {
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Batches.class)
 		.topics("it-batch-records", "it-batch-payloads", "it-batch-consumer-records")
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=batch_effects");
 
 	@ParameterizedTest
 	@ValueSource(strings = { "records", "payloads", "consumer-records" })
@@ -93,33 +90,11 @@ class BatchListenerIntegrationTests {
 		return app.bean(TestEffects.class).count(listener, key);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "batch_effects");
-		}
-
-		@Bean
-		Batches batches(TestEffects effects) {
-			return new Batches(effects);
-		}
-
-	}
-
-	static class Batches {
+	static class Batches extends RecordingListener {
 
 		private final Map<String, List<List<String>>> received = new ConcurrentHashMap<>();
 
 		private final Set<String> failOnce = ConcurrentHashMap.newKeySet();
-
-		private final TestEffects effects;
-
-		Batches(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		@KafkaListener(id = "records", topics = "it-batch-records", groupId = "records", batch = "true")
 		@Idempotent
@@ -144,7 +119,7 @@ class BatchListenerIntegrationTests {
 
 		private void apply(String listener, List<String> keys) {
 			this.received.computeIfAbsent(listener, (name) -> new CopyOnWriteArrayList<>()).add(List.copyOf(keys));
-			keys.forEach((key) -> this.effects.add(listener, key));
+			keys.forEach((key) -> effects().add(listener, key));
 			if (keys.stream().anyMatch(this.failOnce::remove)) {
 				throw new IllegalStateException("Simulated failure after the batch's effects were written");
 			}

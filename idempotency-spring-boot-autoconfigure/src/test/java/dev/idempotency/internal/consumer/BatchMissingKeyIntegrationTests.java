@@ -11,12 +11,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -30,7 +25,7 @@ class BatchMissingKeyIntegrationTests {
 	private static final String TOPIC = "it-reject-batch";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Batches.class, RecordingBatches.RecoveringErrorHandler.class)
 		.topics(TOPIC)
 		.properties(TestApplications.WITHOUT_JPA, "idempotency.missing-key=reject");
 
@@ -47,22 +42,6 @@ class BatchMissingKeyIntegrationTests {
 		assertThat(batches.recovered()).singleElement()
 			.satisfies((record) -> assertThat(record.value()).isEqualTo(run + "-no-key"));
 		assertThat(batches.exceptions()).singleElement().isInstanceOf(IdempotencyKeyMissingException.class);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		Batches batches() {
-			return new Batches();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Batches batches) {
-			return new DefaultErrorHandler(batches::recover, new FixedBackOff(0, 1));
-		}
-
 	}
 
 	static class Batches extends RecordingBatches {

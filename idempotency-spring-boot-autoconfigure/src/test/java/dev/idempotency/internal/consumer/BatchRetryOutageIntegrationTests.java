@@ -7,11 +7,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -22,7 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
@@ -44,7 +44,8 @@ class BatchRetryOutageIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=batch_retry_outage_effects",
+				"idempotency.lock-timeout=100ms",
 				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
 
@@ -67,17 +68,8 @@ class BatchRetryOutageIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "batch_retry_outage_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(Listener listener) {
@@ -86,9 +78,7 @@ class BatchRetryOutageIntegrationTests {
 
 	}
 
-	static class Listener {
-
-		private final TestEffects effects;
+	static class Listener extends RecordingListener {
 
 		private final AtomicBoolean failOnce = new AtomicBoolean();
 
@@ -97,10 +87,6 @@ class BatchRetryOutageIntegrationTests {
 		private final List<Object> recovered = new CopyOnWriteArrayList<>();
 
 		private volatile DataSource holder;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		void failOnceThenHold(DataSource dataSource) {
 			this.holder = dataSource;
@@ -136,7 +122,7 @@ class BatchRetryOutageIntegrationTests {
 				throw new IllegalStateException("The application's own failure, with no index");
 			}
 			for (ConsumerRecord<String, String> record : records) {
-				this.effects.add("batch-retry-outage", record.value());
+				effects().add("batch-retry-outage", record.value());
 			}
 		}
 

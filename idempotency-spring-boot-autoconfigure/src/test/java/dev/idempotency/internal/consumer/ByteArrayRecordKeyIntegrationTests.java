@@ -5,18 +5,14 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestInfrastructure;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -31,28 +27,18 @@ class ByteArrayRecordKeyIntegrationTests {
 	@Test
 	void aCopyOfARecordKeyedByItsByteArrayRecordKeyIsAppliedOnce() {
 		String topic = "it-bytes-record-key";
-		TestInfrastructure.createTopic(topic, 1);
-		try (ConfigurableApplicationContext context = TestApplications.run(App.class, TestApplications.WITHOUT_JPA,
-				"test.topic=" + topic,
-				"spring.kafka.consumer.key-deserializer=org.apache.kafka.common.serialization.ByteArrayDeserializer")) {
-			// the same message twice (a producer retry, a replay)
-			TestKafka.sendAsync(new ProducerRecord<>(topic, 0, "order-1", "debit 10"));
-			TestKafka.sendAsync(new ProducerRecord<>(topic, 0, "order-1", "debit 10"));
-			TestKafka.flush();
-			TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
-			assertThat(context.getBean(Listener.class).applied()).as("effects applied for key order-1").hasSize(1);
-		}
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		Listener listener() {
-			return new Listener();
-		}
-
+		TestApplication.with(Listener.class)
+			.topics(topic)
+			.properties(TestApplications.WITHOUT_JPA, "test.topic=" + topic,
+					"spring.kafka.consumer.key-deserializer=org.apache.kafka.common.serialization.ByteArrayDeserializer")
+			.run((app) -> {
+				// the same message twice (a producer retry, a replay)
+				TestKafka.sendAsync(new ProducerRecord<>(topic, 0, "order-1", "debit 10"));
+				TestKafka.sendAsync(new ProducerRecord<>(topic, 0, "order-1", "debit 10"));
+				TestKafka.flush();
+				TestKafka.awaitCommitted(topic, new TopicPartition(topic, 0), Duration.ofSeconds(30));
+				assertThat(app.bean(Listener.class).applied()).as("effects applied for key order-1").hasSize(1);
+			});
 	}
 
 	static class Listener {

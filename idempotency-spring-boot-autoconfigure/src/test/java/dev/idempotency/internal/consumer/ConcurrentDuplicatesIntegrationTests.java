@@ -8,9 +8,9 @@ import java.util.UUID;
 import java.util.stream.IntStream;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -19,9 +19,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 
@@ -47,14 +44,16 @@ class ConcurrentDuplicatesIntegrationTests {
 	// the first instance creates the topic, so it starts first
 	@RegisterExtension
 	@Order(1)
-	static final TestApplication first = TestApplication.of(App.class)
+	static final TestApplication first = TestApplication.with(Listener.class)
 		.topics(TOPIC + ":" + PARTITIONS)
-		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.concurrency=3");
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=concurrent_effects",
+				"spring.kafka.listener.concurrency=3");
 
 	@RegisterExtension
 	@Order(2)
-	static final TestApplication second = TestApplication.of(App.class)
-		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.concurrency=3");
+	static final TestApplication second = TestApplication.with(Listener.class)
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=concurrent_effects",
+				"spring.kafka.listener.concurrency=3");
 
 	@BeforeAll
 	static void awaitBothInstancesAssigned() {
@@ -110,34 +109,12 @@ class ConcurrentDuplicatesIntegrationTests {
 		return app.count("idempotency.messages", "outcome", outcome);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "concurrent_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Listener extends RecordingListener {
 
 		@KafkaListener(id = "concurrent", topics = TOPIC, groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.effects.add("concurrent", key);
+			effects().add("concurrent", key);
 		}
 
 	}

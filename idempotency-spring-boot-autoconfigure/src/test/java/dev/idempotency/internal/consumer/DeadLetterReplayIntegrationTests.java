@@ -5,6 +5,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
@@ -44,7 +45,7 @@ class DeadLetterReplayIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC, DLT)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=dlt_effects");
 
 	@Test
 	void recordReplayedFromTheDeadLetterTopicIsAppliedOnce() {
@@ -97,17 +98,8 @@ class DeadLetterReplayIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "dlt_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(KafkaTemplate<Object, Object> template) {
@@ -116,15 +108,9 @@ class DeadLetterReplayIntegrationTests {
 
 	}
 
-	static class Listener {
+	static class Listener extends RecordingListener {
 
 		private final Set<String> broken = ConcurrentHashMap.newKeySet();
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		public void broken(String value) {
 			this.broken.add(value);
@@ -158,7 +144,7 @@ class DeadLetterReplayIntegrationTests {
 
 		// both listeners of the group apply the same effect: one count of it
 		private void apply(String value) {
-			this.effects.add("dlt", value);
+			effects().add("dlt", value);
 			if (this.broken.contains(value)) {
 				throw new IllegalStateException("Broken until fixed");
 			}

@@ -6,6 +6,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.IdempotencyKeyMissingException;
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -16,8 +17,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.core.NestedExceptionUtils;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.CommonDelegatingErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
@@ -37,7 +38,8 @@ class DelegatingErrorHandlerIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.missing-key=reject");
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=delegating_effects",
+				"idempotency.missing-key=reject");
 
 	@Test
 	void aRecordWithoutKeyReachesTheDelegatesRecovererAtOnce() {
@@ -53,18 +55,8 @@ class DelegatingErrorHandlerIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "delegating_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
 		// retries without end unless told an exception is not retryable
 		@Bean
 		CommonDelegatingErrorHandler errorHandler(Listener listener) {
@@ -77,22 +69,16 @@ class DelegatingErrorHandlerIntegrationTests {
 
 	}
 
-	static class Listener {
-
-		private final TestEffects effects;
+	static class Listener extends RecordingListener {
 
 		private final List<String> recovered = new CopyOnWriteArrayList<>();
 
 		private final List<Throwable> exceptions = new CopyOnWriteArrayList<>();
 
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
-
 		@KafkaListener(id = "delegating", topics = TOPIC, groupId = "delegating")
 		@Idempotent
 		public void on(String value) {
-			this.effects.add("delegating", value);
+			effects().add("delegating", value);
 		}
 
 		void recover(ConsumerRecord<?, ?> record, Exception ex) {

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.adapter.RecordFilterStrategy;
 
@@ -44,12 +45,8 @@ class FilteredBatchIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
-
-		@Bean
-		Listener listener() {
-			return new Listener();
-		}
 
 		@Bean
 		RecordFilterStrategy<Object, Object> ignoreFilter() {

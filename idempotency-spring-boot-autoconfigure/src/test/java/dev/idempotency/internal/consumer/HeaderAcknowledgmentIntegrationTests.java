@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -14,10 +15,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.kafka.support.KafkaHeaders;
@@ -40,9 +37,10 @@ class HeaderAcknowledgmentIntegrationTests {
 	private static final String HEADERS = "it-header-nack-headers";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listener.class)
 		.topics(MESSAGES, HEADERS)
-		.properties(TestApplications.WITHOUT_JPA, "spring.kafka.listener.ack-mode=manual",
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=header_ack_effects",
+				"spring.kafka.listener.ack-mode=manual",
 				"spring.kafka.listener.poll-timeout=200ms");
 
 	@ParameterizedTest
@@ -69,33 +67,11 @@ class HeaderAcknowledgmentIntegrationTests {
 		return app.bean(TestEffects.class).count("listener", key);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "header_ack_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-	}
-
-	static class Listener {
+	static class Listener extends RecordingListener {
 
 		private final Set<String> nackOnce = ConcurrentHashMap.newKeySet();
 
 		private final Set<String> nacked = ConcurrentHashMap.newKeySet();
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		public void nackOnce(String payload) {
 			this.nackOnce.add(payload);
@@ -124,7 +100,7 @@ class HeaderAcknowledgmentIntegrationTests {
 				acknowledgment.nack(Duration.ofMillis(10));
 				return;
 			}
-			this.effects.add("listener", payload);
+			effects().add("listener", payload);
 			acknowledgment.acknowledge();
 		}
 

@@ -1,12 +1,12 @@
 package dev.idempotency.internal.consumer;
 
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.MessageListenerContainer;
@@ -49,7 +49,7 @@ class IdempotentListenerIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(PAYMENTS, FLAKY, ORDERS)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=effects");
 
 	@Test
 	void appliesTheSameKeyOnceAndCommitsEveryOffset() {
@@ -200,27 +200,8 @@ class IdempotentListenerIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Ledger.class, Flaky.class, Orders.class })
 	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "effects");
-		}
-
-		@Bean
-		Ledger ledger(TestEffects effects) {
-			return new Ledger(effects);
-		}
-
-		@Bean
-		Flaky flaky(TestEffects effects) {
-			return new Flaky(effects);
-		}
-
-		@Bean
-		Orders orders(TestEffects effects) {
-			return new Orders(effects);
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler() {
@@ -229,42 +210,30 @@ class IdempotentListenerIntegrationTests {
 
 	}
 
-	static class Ledger {
-
-		private final TestEffects effects;
-
-		Ledger(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Ledger extends RecordingListener {
 
 		// payload only: the record comes from the container's record interceptor
 		@KafkaListener(id = "ledger", topics = PAYMENTS, groupId = "ledger")
 		@Idempotent
 		public void debit(String payload) {
-			this.effects.add("ledger", payload.split(":")[1]);
+			effects().add("ledger", payload.split(":")[1]);
 		}
 
 		@KafkaListener(id = "audit", topics = PAYMENTS, groupId = "audit")
 		@Idempotent
 		public void audit(ConsumerRecord<String, String> record) {
-			this.effects.add("audit", record.value().split(":")[1]);
+			effects().add("audit", record.value().split(":")[1]);
 		}
 
 	}
 
-	static class Flaky {
+	static class Flaky extends RecordingListener {
 
 		final Set<String> failOnce = ConcurrentHashMap.newKeySet();
 
 		final Set<String> failAlways = ConcurrentHashMap.newKeySet();
 
 		final Map<String, Integer> attempts = new ConcurrentHashMap<>();
-
-		private final TestEffects effects;
-
-		Flaky(TestEffects effects) {
-			this.effects = effects;
-		}
 
 		// the bean is a proxy: the test reaches its state through methods, not fields
 		public void failOnce(String key) {
@@ -284,7 +253,7 @@ class IdempotentListenerIntegrationTests {
 		public void apply(Message<String> message) {
 			String key = message.getPayload();
 			this.attempts.merge(key, 1, Integer::sum);
-			this.effects.add("flaky", key);
+			effects().add("flaky", key);
 			if (this.failOnce.remove(key) || this.failAlways.contains(key)) {
 				throw new IllegalStateException("Simulated failure after the effect was written");
 			}
@@ -292,19 +261,13 @@ class IdempotentListenerIntegrationTests {
 
 	}
 
-	static class Orders {
-
-		private final TestEffects effects;
-
-		Orders(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Orders extends RecordingListener {
 
 		@KafkaListener(id = "orders", topics = ORDERS, groupId = "orders")
 		@Idempotent(key = "payload.split(':')[0]")
 		public void order(@Payload String payload, @Header(KafkaHeaders.RECEIVED_PARTITION) int partition,
 				@Header(KafkaHeaders.OFFSET) long offset) {
-			this.effects.add("orders", payload);
+			effects().add("orders", payload);
 		}
 
 	}

@@ -9,6 +9,7 @@ import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -19,9 +20,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -54,9 +52,9 @@ class InfrastructureOutageIntegrationTests {
 	private static final TestEffects effects = new TestEffects(new JdbcTemplate(direct), "outage_effects");
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listener.class)
 		.topics(TOPIC, BATCHES)
-		.properties(TestApplications.WITHOUT_JPA,
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=outage_effects",
 				"spring.datasource.url="
 						+ postgres.jdbcUrl().replace(":" + uri().getPort() + "/", ":" + database.port() + "/"),
 				// each attempt fails fast, so the default handler's ten attempts take well under a second
@@ -135,29 +133,7 @@ class InfrastructureOutageIntegrationTests {
 		return effects.count(listener, key);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "outage_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Listener extends RecordingListener {
 
 		@KafkaListener(id = "outage-batch", topics = BATCHES, groupId = "outage-batch", batch = "true")
 		@Idempotent
@@ -166,14 +142,14 @@ class InfrastructureOutageIntegrationTests {
 				if (records.get(i).value().endsWith("-poison")) {
 					throw new BatchListenerFailedException("Poison", i);
 				}
-				this.effects.add("outage-batch", records.get(i).value());
+				effects().add("outage-batch", records.get(i).value());
 			}
 		}
 
 		@KafkaListener(id = "outage", topics = TOPIC, groupId = "outage")
 		@Idempotent
 		public void on(String payload) {
-			this.effects.add("outage", payload);
+			effects().add("outage", payload);
 		}
 
 	}

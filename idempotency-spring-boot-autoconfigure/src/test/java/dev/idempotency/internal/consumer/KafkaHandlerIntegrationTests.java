@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -11,10 +12,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.aop.support.AopUtils;
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaHandler;
 import org.springframework.kafka.annotation.KafkaListener;
 
@@ -31,9 +28,9 @@ class KafkaHandlerIntegrationTests {
 	private static final String GROUP = "kafka-handler";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Handlers.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=kafka_handler_effects");
 
 	@Test
 	void appliesEachKeyOnceSkipsDuplicatesAndCommitsEveryOffset() {
@@ -59,35 +56,13 @@ class KafkaHandlerIntegrationTests {
 		return app.count("idempotency.messages", "listener", "Handlers.on", "outcome", "duplicate");
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "kafka_handler_effects");
-		}
-
-		@Bean
-		Handlers handlers(TestEffects effects) {
-			return new Handlers(effects);
-		}
-
-	}
-
 	@KafkaListener(id = GROUP, topics = TOPIC, groupId = GROUP)
-	static class Handlers {
-
-		private final TestEffects effects;
-
-		Handlers(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Handlers extends RecordingListener {
 
 		@KafkaHandler
 		@Idempotent
 		public void on(String key) {
-			this.effects.add(GROUP, key);
+			effects().add(GROUP, key);
 		}
 
 	}

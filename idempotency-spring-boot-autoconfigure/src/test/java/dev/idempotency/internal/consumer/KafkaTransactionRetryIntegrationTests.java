@@ -7,6 +7,7 @@ import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -40,23 +41,15 @@ class KafkaTransactionRetryIntegrationTests {
 	private static final String[] PROPERTIES = { TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
 			"idempotency.infrastructure-retry.initial-interval=100ms",
 			"idempotency.infrastructure-retry.max-interval=500ms",
-			"idempotency.transaction-manager=transactionManager" };
+			"idempotency.transaction-manager=transactionManager", "test.effects-table=kafka_tx_retry_effects" };
 
 	// with the default after-rollback processor
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
-		.topics(TOPIC)
-		.properties(PROPERTIES)
-		.properties("spring.kafka.producer.transaction-id-prefix=kafka-tx-retry-", "test.topic=" + TOPIC,
-				"test.group=kafka-tx-retry");
+	static final TestApplication app = application(App.class, TOPIC, "kafka-tx-retry");
 
 	// with an after-rollback processor that recovers a record after three attempts
 	@RegisterExtension
-	static final TestApplication recovering = TestApplication.of(RecoveringApp.class)
-		.topics(RECOVERED)
-		.properties(PROPERTIES)
-		.properties("spring.kafka.producer.transaction-id-prefix=kafka-tx-recovered-", "test.topic=" + RECOVERED,
-				"test.group=kafka-tx-recovered");
+	static final TestApplication recovering = application(RecoveringApp.class, RECOVERED, "kafka-tx-recovered");
 
 	@Test
 	void aRecordWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
@@ -88,24 +81,27 @@ class KafkaTransactionRetryIntegrationTests {
 			.untilAsserted(() -> assertThat(recovering.bean(TestEffects.class).count("kafka-tx", key)).isEqualTo(1));
 	}
 
+	/**
+	 * An application whose listener reads a topic in a group, in Kafka transactions whose
+	 * ids start with the group's name.
+	 */
+	private static TestApplication application(Class<?> configuration, String topic, String group) {
+		return TestApplication.of(configuration)
+			.topics(topic)
+			.properties(PROPERTIES)
+			.properties("spring.kafka.producer.transaction-id-prefix=" + group + "-", "test.topic=" + topic,
+					"test.group=" + group);
+	}
+
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Listener.class)
 	static class App {
 
 		// Spring Boot's own backs off when the Kafka transaction manager is there
 		@Bean
 		DataSourceTransactionManager transactionManager(DataSource dataSource) {
 			return new DataSourceTransactionManager(dataSource);
-		}
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "kafka_tx_retry_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
 		}
 
 	}
@@ -128,18 +124,12 @@ class KafkaTransactionRetryIntegrationTests {
 
 	}
 
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Listener extends RecordingListener {
 
 		@KafkaListener(id = "${test.group}", topics = "${test.topic}", groupId = "${test.group}")
 		@Idempotent
 		public void on(String payload) {
-			this.effects.add("kafka-tx", payload);
+			effects().add("kafka-tx", payload);
 		}
 
 	}

@@ -5,6 +5,7 @@ import java.util.UUID;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -14,11 +15,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Lazy;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.BackOff;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.annotation.RetryableTopic;
@@ -43,48 +40,24 @@ class LateContainerIntegrationTests {
 
 	// a lazy listener's retry topics are not created for it: the application creates them
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listener.class, RetriedListener.class)
 		.topics(TOPIC, RETRIED_TOPIC, RETRIED_TOPIC + "-retry", RETRIED_TOPIC + "-dlt")
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=late_container_effects",
+				"idempotency.lock-timeout=100ms",
 				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
 
 	@Test
 	void aRecordOfALateContainerWhoseKeyIsHeldIsAppliedOnceTheHolderLetsGo() throws Exception {
-		String key = UUID.randomUUID().toString();
-		// another consumer's claim of the key, in a transaction that stays open
-		try (HeldKey held = HeldKey.hold(app.jdbc().getDataSource(), "late-container", key)) {
-			app.send(TOPIC, key, key);
-			// created now: its container starts after the application did
-			app.bean(Listener.class);
-			assertThat(app.container("late-container")).isNotNull();
-			// far longer than the default handler's ten claims that each give up after 100 ms
-			Thread.sleep(6000);
-			// then the other consumer fails: its claim rolls back, so this record must be applied
-		}
-		app.awaitCommitted("late-container", TOPIC, Duration.ofSeconds(60));
-		await().atMost(Duration.ofSeconds(10))
-			.untilAsserted(() -> assertThat(effects("late-container", key)).isEqualTo(1));
+		// far longer than the default handler's ten claims that each give up after 100 ms
+		awaitAppliedOnceTheHolderLetsGo(Listener.class, "late-container", TOPIC, 6000);
 	}
 
 	@Test
 	void aRecordOfALateRetryTopicContainerWhoseKeyIsHeldWaitsForTheKeyInsteadOfGoingThroughTheRetryTopics()
 			throws Exception {
-		String key = UUID.randomUUID().toString();
-		try (HeldKey held = HeldKey.hold(app.jdbc().getDataSource(), "late-retried", key)) {
-			app.send(RETRIED_TOPIC, key, key);
-			// created now: its containers start after the application did
-			app.bean(RetriedListener.class);
-			assertThat(app.container("late-retried")).isNotNull();
-			// far longer than the retry topics' two attempts, 100 ms apart
-			Thread.sleep(5000);
-			// then the other consumer fails: its claim rolls back, so this record must be applied
-		}
-		app.awaitCommitted("late-retried", RETRIED_TOPIC, Duration.ofSeconds(60));
-		await().atMost(Duration.ofSeconds(10))
-			.untilAsserted(() -> assertThat(effects("late-retried", key))
-				.as("effects of the record, from any of its topics")
-				.isEqualTo(1));
+		// far longer than the retry topics' two attempts, 100 ms apart
+		awaitAppliedOnceTheHolderLetsGo(RetriedListener.class, "late-retried", RETRIED_TOPIC, 5000);
 		assertThat(TestKafka.endOffset(new TopicPartition(RETRIED_TOPIC + "-retry", 0)))
 			.as("records sent to the retry topic")
 			.isZero();
@@ -93,63 +66,53 @@ class LateContainerIntegrationTests {
 			.isZero();
 	}
 
+	/**
+	 * Send a record whose key another consumer holds, create the lazy listener that reads it
+	 * (so that its containers start after the application did), hold the key for a while,
+	 * then let go: the record must be applied once.
+	 */
+	private static void awaitAppliedOnceTheHolderLetsGo(Class<?> listener, String id, String topic, long holdMillis)
+			throws Exception {
+		String key = UUID.randomUUID().toString();
+		// another consumer's claim of the key, in a transaction that stays open
+		try (HeldKey held = HeldKey.hold(app.jdbc().getDataSource(), id, key)) {
+			app.send(topic, key, key);
+			// created now: its containers start after the application did
+			app.bean(listener);
+			assertThat(app.container(id)).isNotNull();
+			Thread.sleep(holdMillis);
+			// then the other consumer fails: its claim rolls back, so this record must be applied
+		}
+		app.awaitCommitted(id, topic, Duration.ofSeconds(60));
+		await().atMost(Duration.ofSeconds(10))
+			.untilAsserted(() -> assertThat(effects(id, key)).as("effects of the record, from any of its topics")
+				.isEqualTo(1));
+	}
+
 	private static int effects(String listener, String key) {
 		return app.bean(TestEffects.class).count(listener, key);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "late_container_effects");
-		}
-
-		@Bean
-		@Lazy
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-		@Bean
-		@Lazy
-		RetriedListener retriedListener(TestEffects effects) {
-			return new RetriedListener(effects);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
+	@Lazy
+	static class Listener extends RecordingListener {
 
 		@KafkaListener(id = "late-container", topics = TOPIC, groupId = "late-container")
 		@Idempotent
 		public void on(String payload) {
-			this.effects.add("late-container", payload);
+			effects().add("late-container", payload);
 		}
 
 	}
 
-	static class RetriedListener {
-
-		private final TestEffects effects;
-
-		RetriedListener(TestEffects effects) {
-			this.effects = effects;
-		}
+	@Lazy
+	static class RetriedListener extends RecordingListener {
 
 		@RetryableTopic(attempts = "2", backOff = @BackOff(delay = 100), numPartitions = "1",
 				replicationFactor = "1")
 		@KafkaListener(id = "late-retried", topics = RETRIED_TOPIC, groupId = "late-retried")
 		@Idempotent
 		public void on(ConsumerRecord<String, String> record) {
-			this.effects.add("late-retried", record.value());
+			effects().add("late-retried", record.value());
 		}
 
 	}

@@ -6,16 +6,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -29,9 +26,10 @@ class LeaseFingerprintWarnIntegrationTests {
 	private static final String TOPIC = "it-lease-fingerprint-warn";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Payments.class, RecoveringErrorHandler.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.lease.fingerprint-mismatch=warn");
+		.properties(TestApplications.WITHOUT_JPA, "test.error-handler.retries=0",
+				"idempotency.lease.fingerprint-mismatch=warn");
 
 	@Test
 	void recordWithAKnownKeyAndAnotherPayloadIsCountedAndSkipped() {
@@ -47,27 +45,6 @@ class LeaseFingerprintWarnIntegrationTests {
 			.isEqualTo(1);
 		assertThat(app.count("idempotency.messages", "listener", "Payments.on", "outcome", "duplicate")).isEqualTo(1);
 		assertThat(app.count("idempotency.messages", "listener", "Payments.on", "outcome", "rejected")).isEqualTo(1);
-	}
-
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		Payments payments() {
-			return new Payments();
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(0);
-		}
-
 	}
 
 	static class Payments {

@@ -14,6 +14,7 @@ import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.Idempotent;
 import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.internal.consumer.ListenerFixtures.Replies;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
@@ -25,9 +26,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.messaging.handler.annotation.SendTo;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -45,7 +46,8 @@ class LeaseModeIntegrationTests {
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics("it-lease-a", "it-lease-b", "it-lease-crash", "it-lease-fail", "it-lease-fingerprint",
 				"it-lease-result", "it-lease-replies", "it-lease-large")
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.initial-interval=100ms",
+		.properties(TestApplications.WITHOUT_JPA, "test.error-handler.retries=3",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=300ms", "idempotency.lease.max-result-size=64B");
 
 	@Test
@@ -185,38 +187,14 @@ class LeaseModeIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Probe.class, Replies.class, LostLeases.class, RecoveringErrorHandler.class })
 	static class App {
-
-		@Bean
-		Probe probe() {
-			return new Probe();
-		}
-
-		@Bean
-		Replies replies() {
-			return new Replies();
-		}
 
 		@Bean
 		Listeners listeners(JdbcTemplate jdbc, Probe probe, Replies replies) {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS lease_downstream (key TEXT PRIMARY KEY, fencing_token BIGINT "
 					+ "NOT NULL, written_by TEXT NOT NULL)");
 			return new Listeners(jdbc, probe, replies);
-		}
-
-		@Bean
-		LostLeases lostLeases() {
-			return new LostLeases();
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(3);
 		}
 
 	}

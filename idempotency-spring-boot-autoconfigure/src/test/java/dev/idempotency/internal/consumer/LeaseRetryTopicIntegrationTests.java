@@ -1,28 +1,19 @@
 package dev.idempotency.internal.consumer;
 
-import java.util.List;
-import java.util.UUID;
-
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.consumer.ListenerFixtures.FailFirst;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
-import dev.idempotency.test.TestEffects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.BackOff;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.annotation.RetryableTopic;
-import org.springframework.kafka.listener.MessageListenerContainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * Non-blocking retries in lease mode: a record retried from a retry topic is the same
@@ -35,33 +26,13 @@ class LeaseRetryTopicIntegrationTests {
 	private static final String TOPIC = "it-lease-retried";
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listener.class, FailFirst.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=lease_retried_effects");
 
 	@Test
 	void recordAppliedFromTheRetryTopicIsNotAppliedAgainByAReplay() {
-		TestEffects effects = app.bean(TestEffects.class);
-		FailFirst failFirst = app.bean(FailFirst.class);
-		String run = UUID.randomUUID().toString();
-		String keyed = run + "-keyed";
-		String keyless = run + "-keyless";
-		failFirst.failFirst(keyed);
-		failFirst.failFirst(keyless);
-		app.send(TOPIC, keyed, keyed);
-		app.send(TOPIC, keyless, null);
-		await().atMost(TestApplication.TIMEOUT).untilAsserted(() -> {
-			assertThat(effects.count("lease-retried", keyed)).isEqualTo(1);
-			assertThat(effects.count("lease-retried", keyless)).isEqualTo(1);
-		});
-		// the dead-letter topic stays empty
-		List<MessageListenerContainer> containers = ListenerFixtures.containersWithRecords(app, "lease-retried");
-		assertThat(containers).hasSize(2);
-		ListenerFixtures.awaitCommitted(app, containers);
-		// replay every topic of the listener from the start
-		ListenerFixtures.replay(app, containers);
-		assertThat(effects.count("lease-retried", keyed)).isEqualTo(1);
-		assertThat(effects.count("lease-retried", keyless)).isEqualTo(1);
+		String keyed = ListenerFixtures.applyFromRetryTopicAndReplay(app, TOPIC, "lease-retried");
 		// one completed claim per message, in the original group's scope
 		assertThat(app.jdbc().queryForList("SELECT status FROM processed_messages WHERE consumer_group = "
 				+ "'lease-retried' AND (idempotency_key = ? OR idempotency_key LIKE ?)", String.class, keyed,
@@ -69,35 +40,11 @@ class LeaseRetryTopicIntegrationTests {
 			.containsExactly("COMPLETED", "COMPLETED");
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "lease_retried_effects");
-		}
-
-		@Bean
-		FailFirst failFirst() {
-			return new FailFirst();
-		}
-
-		@Bean
-		Listener listener(TestEffects effects, FailFirst failFirst) {
-			return new Listener(effects, failFirst);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
+	static class Listener extends RecordingListener {
 
 		private final FailFirst failFirst;
 
-		Listener(TestEffects effects, FailFirst failFirst) {
-			this.effects = effects;
+		Listener(FailFirst failFirst) {
 			this.failFirst = failFirst;
 		}
 
@@ -108,7 +55,7 @@ class LeaseRetryTopicIntegrationTests {
 		public void on(ConsumerRecord<String, String> record) {
 			// effects outside a transaction: the failing attempt fails before it applies any
 			this.failFirst.failIfFirst(record, TOPIC);
-			this.effects.add("lease-retried", record.value());
+			effects().add("lease-retried", record.value());
 		}
 
 	}

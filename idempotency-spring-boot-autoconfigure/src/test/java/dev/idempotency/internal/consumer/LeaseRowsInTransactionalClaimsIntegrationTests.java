@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -12,9 +13,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.SpringBootConfiguration;
-import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 
@@ -34,9 +32,9 @@ class LeaseRowsInTransactionalClaimsIntegrationTests {
 	private static final String TOPIC = "it-lease-rows-" + UUID.randomUUID();
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.of(App.class)
+	static final TestApplication app = TestApplication.with(Listener.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "test.topic=" + TOPIC,
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=lease_rows_effects", "test.topic=" + TOPIC,
 				"idempotency.infrastructure-retry.initial-interval=200ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
 
@@ -62,34 +60,12 @@ class LeaseRowsInTransactionalClaimsIntegrationTests {
 		assertThat(effects.count(GROUP, key)).isEqualTo(1);
 	}
 
-	@SpringBootConfiguration
-	@EnableAutoConfiguration
-	static class App {
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "lease_rows_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
-			return new Listener(effects);
-		}
-
-	}
-
-	static class Listener {
-
-		private final TestEffects effects;
-
-		Listener(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Listener extends RecordingListener {
 
 		@KafkaListener(topics = "${test.topic}", groupId = GROUP)
 		@Idempotent
 		public void apply(String key) {
-			this.effects.add(GROUP, key);
+			effects().add(GROUP, key);
 		}
 
 	}

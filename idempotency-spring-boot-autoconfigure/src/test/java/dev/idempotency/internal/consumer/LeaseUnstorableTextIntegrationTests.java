@@ -9,6 +9,7 @@ import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyResultNotStoredException;
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -18,8 +19,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -42,7 +43,8 @@ class LeaseUnstorableTextIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(RESULT_TOPIC, UNWRITABLE_TOPIC, FAILURE_TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.initial-interval=100ms",
+		.properties(TestApplications.WITHOUT_JPA, "test.error-handler.retries=2",
+				"idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=300ms");
 
 	@Test
@@ -101,26 +103,12 @@ class LeaseUnstorableTextIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Invocations.class, RecoveringErrorHandler.class })
 	static class App {
-
-		@Bean
-		Invocations invocations() {
-			return new Invocations();
-		}
 
 		@Bean
 		Listeners listeners(Invocations invocations) {
 			return new Listeners(invocations);
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(2);
 		}
 
 	}

@@ -8,7 +8,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.test.HeldKey;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -21,9 +23,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -41,8 +43,8 @@ class ListenerErrorHandlerIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics("it-leh-app", "it-leh-held", "it-leh-rethrow")
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.lock-timeout=100ms",
-				"idempotency.infrastructure-retry.initial-interval=100ms",
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=leh_effects", "test.error-handler.retries=2",
+				"idempotency.lock-timeout=100ms", "idempotency.infrastructure-retry.initial-interval=100ms",
 				"idempotency.infrastructure-retry.max-interval=500ms");
 
 	/**
@@ -121,32 +123,8 @@ class ListenerErrorHandlerIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Probe.class, Listeners.class, RecoveringErrorHandler.class })
 	static class App {
-
-		@Bean
-		Probe probe() {
-			return new Probe();
-		}
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "leh_effects");
-		}
-
-		@Bean
-		Listeners listeners(TestEffects effects) {
-			return new Listeners(effects);
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(2);
-		}
 
 		// logs and returns: the typical "log and move on" handler
 		@Bean
@@ -195,13 +173,7 @@ class ListenerErrorHandlerIntegrationTests {
 
 	}
 
-	static class Listeners {
-
-		private final TestEffects effects;
-
-		Listeners(TestEffects effects) {
-			this.effects = effects;
-		}
+	static class Listeners extends RecordingListener {
 
 		@KafkaListener(id = "leh-app", topics = "it-leh-app", groupId = "leh-app", errorHandler = "swallow")
 		@Idempotent
@@ -224,7 +196,7 @@ class ListenerErrorHandlerIntegrationTests {
 		}
 
 		private void apply(ConsumerRecord<String, String> record) {
-			this.effects.add("leh",
+			effects().add("leh",
 					new String(record.headers().lastHeader(TestApplication.KEY_HEADER).value(), StandardCharsets.UTF_8));
 		}
 

@@ -2,18 +2,26 @@ package dev.idempotency.internal.consumer;
 
 import java.util.List;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.test.TestApplication;
+import dev.idempotency.test.TestEffects;
 import dev.idempotency.test.TestKafka;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.util.backoff.FixedBackOff;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * What the listener integration tests of this package share: the records their error
@@ -69,6 +77,41 @@ final class ListenerFixtures {
 		awaitCommitted(app, containers);
 	}
 
+	/**
+	 * Send a keyed and a keyless record whose first delivery from their topic fails, wait
+	 * until the listener has applied each once from its retry topic (the dead-letter topic
+	 * staying empty), then replay every topic of the listener from the start and check that
+	 * neither is applied again.
+	 * @param app the application, with a {@link FailFirst} and {@link TestEffects}
+	 * @param topic the listener's topic
+	 * @param id the listener id, also the listener name of its effects
+	 * @return the key of the keyed record
+	 */
+	static String applyFromRetryTopicAndReplay(TestApplication app, String topic, String id) {
+		TestEffects effects = app.bean(TestEffects.class);
+		FailFirst failFirst = app.bean(FailFirst.class);
+		String run = UUID.randomUUID().toString();
+		String keyed = run + "-keyed";
+		String keyless = run + "-keyless";
+		failFirst.failFirst(keyed);
+		failFirst.failFirst(keyless);
+		app.send(topic, keyed, keyed);
+		app.send(topic, keyless, null);
+		await().atMost(TestApplication.TIMEOUT).untilAsserted(() -> {
+			assertThat(effects.count(id, keyed)).isEqualTo(1);
+			assertThat(effects.count(id, keyless)).isEqualTo(1);
+		});
+		// the dead-letter topic stays empty
+		List<MessageListenerContainer> containers = containersWithRecords(app, id);
+		assertThat(containers).hasSize(2);
+		awaitCommitted(app, containers);
+		// replay every topic of the listener from the start
+		replay(app, containers);
+		assertThat(effects.count(id, keyed)).isEqualTo(1);
+		assertThat(effects.count(id, keyless)).isEqualTo(1);
+		return keyed;
+	}
+
 	private static TopicPartition partition(MessageListenerContainer container) {
 		return new TopicPartition(container.getContainerProperties().getTopics()[0], 0);
 	}
@@ -109,6 +152,27 @@ final class ListenerFixtures {
 				.filter((failure) -> failure.record().topic().equals(topic))
 				.map((failure) -> failure.exception().getCause())
 				.toList();
+		}
+
+	}
+
+	/**
+	 * The error handler of the {@link Recovered} records: it retries a failed record at
+	 * once as many times as {@code test.error-handler.retries} says (none by default), then
+	 * hands it to the application's {@link Recovered}.
+	 */
+	@Configuration(proxyBeanMethods = false)
+	static class RecoveringErrorHandler {
+
+		@Bean
+		Recovered recovered() {
+			return new Recovered();
+		}
+
+		@Bean
+		DefaultErrorHandler errorHandler(Recovered recovered,
+				@Value("${test.error-handler.retries:0}") long retries) {
+			return recovered.errorHandler(retries);
 		}
 
 	}

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
@@ -109,16 +110,12 @@ class ListenerObservationIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import(Observed.class)
 	static class App {
 
 		@Bean
 		TestObservationRegistry observationRegistry() {
 			return TestObservationRegistry.create();
-		}
-
-		@Bean
-		Observed observed() {
-			return new Observed();
 		}
 
 		@Bean

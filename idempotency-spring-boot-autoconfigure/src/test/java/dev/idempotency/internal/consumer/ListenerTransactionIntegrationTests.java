@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -41,7 +42,7 @@ class ListenerTransactionIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=transaction_effects");
 
 	@Test
 	void theListenersAndItsServicesTransactionalWorkJoinsTheClaim() {
@@ -107,18 +108,13 @@ class ListenerTransactionIntegrationTests {
 	static class App {
 
 		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "transaction_effects");
+		Writer writer(JdbcTemplate jdbc) {
+			return new Writer(jdbc);
 		}
 
 		@Bean
-		Writer writer(JdbcTemplate jdbc, TestEffects effects) {
-			return new Writer(jdbc, effects);
-		}
-
-		@Bean
-		Ledger ledger(JdbcTemplate jdbc, TestEffects effects, Writer writer) {
-			return new Ledger(jdbc, effects, writer);
+		Ledger ledger(JdbcTemplate jdbc, Writer writer) {
+			return new Ledger(jdbc, writer);
 		}
 
 		@Bean
@@ -128,7 +124,7 @@ class ListenerTransactionIntegrationTests {
 
 	}
 
-	static class Ledger {
+	static class Ledger extends RecordingListener {
 
 		private final Set<String> failOnce = ConcurrentHashMap.newKeySet();
 
@@ -138,13 +134,10 @@ class ListenerTransactionIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
-		private final TestEffects effects;
-
 		private final Writer writer;
 
-		Ledger(JdbcTemplate jdbc, TestEffects effects, Writer writer) {
+		Ledger(JdbcTemplate jdbc, Writer writer) {
 			this.jdbc = jdbc;
-			this.effects = effects;
 			this.writer = writer;
 		}
 
@@ -157,7 +150,7 @@ class ListenerTransactionIntegrationTests {
 			if (Writer.claimVisible(this.jdbc, key)) {
 				seenBy.add("listener");
 			}
-			this.effects.add("listener", key);
+			effects().add("listener", key);
 			this.writer.write(key, seenBy);
 			this.writer.writeInNewTransaction(key, seenBy);
 			if (this.failOnce.remove(key)) {
@@ -179,15 +172,12 @@ class ListenerTransactionIntegrationTests {
 
 	}
 
-	static class Writer {
+	static class Writer extends RecordingListener {
 
 		private final JdbcTemplate jdbc;
 
-		private final TestEffects effects;
-
-		Writer(JdbcTemplate jdbc, TestEffects effects) {
+		Writer(JdbcTemplate jdbc) {
 			this.jdbc = jdbc;
-			this.effects = effects;
 		}
 
 		@Transactional
@@ -195,7 +185,7 @@ class ListenerTransactionIntegrationTests {
 			if (claimVisible(this.jdbc, key)) {
 				claimSeenBy.add("service");
 			}
-			this.effects.add("service", key);
+			effects().add("service", key);
 		}
 
 		@Transactional(propagation = Propagation.REQUIRES_NEW)
@@ -203,7 +193,7 @@ class ListenerTransactionIntegrationTests {
 			if (claimVisible(this.jdbc, key)) {
 				claimSeenBy.add("requires-new");
 			}
-			this.effects.add("requires-new", key);
+			effects().add("requires-new", key);
 		}
 
 		static boolean claimVisible(JdbcTemplate jdbc, String key) {

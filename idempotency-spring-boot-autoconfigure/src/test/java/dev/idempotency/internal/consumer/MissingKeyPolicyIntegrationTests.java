@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
@@ -76,17 +77,8 @@ class MissingKeyPolicyIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Policy.class, Recovered.class })
 	static class App {
-
-		@Bean
-		Policy policy() {
-			return new Policy();
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
 
 		@Bean
 		DefaultErrorHandler errorHandler(Recovered recovered) {

@@ -3,6 +3,7 @@ package dev.idempotency.internal.consumer;
 import java.util.UUID;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -35,7 +36,7 @@ class PollLookupIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "test.topic=" + TOPIC);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=lookup_effects", "test.topic=" + TOPIC);
 
 	@Test
 	void skipsKeysTheTableHoldsAndLeavesAKeyClaimedAfterTheLookupToTheClaim() {
@@ -63,29 +64,21 @@ class PollLookupIntegrationTests {
 	static class App {
 
 		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "lookup_effects");
-		}
-
-		@Bean
-		Listener listener(TestEffects effects) {
+		Listener listener() {
 			TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
 			// another consumer: its own connection, its claim committed at once
 			JdbcTemplate other = new JdbcTemplate(
 					new DriverManagerDataSource(postgres.jdbcUrl(), postgres.username(), postgres.password()));
-			return new Listener(effects, other);
+			return new Listener(other);
 		}
 
 	}
 
-	static class Listener {
-
-		private final TestEffects effects;
+	static class Listener extends RecordingListener {
 
 		private final JdbcTemplate otherConsumer;
 
-		Listener(TestEffects effects, JdbcTemplate otherConsumer) {
-			this.effects = effects;
+		Listener(JdbcTemplate otherConsumer) {
 			this.otherConsumer = otherConsumer;
 		}
 
@@ -98,7 +91,7 @@ class PollLookupIntegrationTests {
 				this.otherConsumer.update(
 						"INSERT INTO processed_messages (consumer_group, idempotency_key) VALUES (?, ?)", GROUP, next);
 			}
-			this.effects.add(GROUP, key);
+			effects().add(GROUP, key);
 		}
 
 	}

@@ -5,7 +5,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.core.NestedExceptionUtils;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.util.backoff.FixedBackOff;
 
 /**
  * What a listener of a test received, and what the error handler's recoverer got,
@@ -38,6 +42,20 @@ class RecordingBatches {
 
 	List<Throwable> exceptions() {
 		return this.exceptions;
+	}
+
+	/**
+	 * An error handler that retries a failed delivery once at once, then hands each record
+	 * it gives up to the application's {@link RecordingBatches}.
+	 */
+	@Configuration(proxyBeanMethods = false)
+	static class RecoveringErrorHandler {
+
+		@Bean
+		DefaultErrorHandler errorHandler(RecordingBatches recorded) {
+			return new DefaultErrorHandler(recorded::recover, new FixedBackOff(0, 1));
+		}
+
 	}
 
 }

@@ -9,6 +9,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -41,7 +42,8 @@ class RollbackFailureIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC)
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.infrastructure-retry.enabled=false");
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=rollback_effects",
+				"idempotency.infrastructure-retry.enabled=false");
 
 	@Test
 	void errorHandlerSeesTheListenersFailureWhenTheRollbackFailsToo() {
@@ -62,13 +64,8 @@ class RollbackFailureIntegrationTests {
 	static class App {
 
 		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "rollback_effects");
-		}
-
-		@Bean
-		Listener listener(JdbcTemplate jdbc, TestEffects effects) {
-			return new Listener(jdbc, effects);
+		Listener listener(JdbcTemplate jdbc) {
+			return new Listener(jdbc);
 		}
 
 		// the plain JDBC transaction manager, which reports a failed rollback as a
@@ -87,7 +84,7 @@ class RollbackFailureIntegrationTests {
 
 	}
 
-	static class Listener {
+	static class Listener extends RecordingListener {
 
 		private final Set<String> killOnce = ConcurrentHashMap.newKeySet();
 
@@ -95,17 +92,14 @@ class RollbackFailureIntegrationTests {
 
 		private final JdbcTemplate jdbc;
 
-		private final TestEffects effects;
-
-		Listener(JdbcTemplate jdbc, TestEffects effects) {
+		Listener(JdbcTemplate jdbc) {
 			this.jdbc = jdbc;
-			this.effects = effects;
 		}
 
 		@KafkaListener(id = "rollback-failure", topics = TOPIC, groupId = "rollback-failure")
 		@Idempotent
 		public void on(String value) {
-			this.effects.add("rollback-failure", value);
+			effects().add("rollback-failure", value);
 			if (this.killOnce.remove(value)) {
 				// as an operator's pg_terminate_backend or a failover would, then fail: the
 				// rollback after this failure fails as well, on the dead connection

@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import dev.idempotency.Idempotent;
 import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.internal.consumer.ListenerFixtures.Replies;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
@@ -19,9 +20,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.messaging.handler.annotation.SendTo;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -40,8 +41,8 @@ class TransactionalFingerprintCacheIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics("it-txc-fingerprint", "it-txc-result", "it-txc-replies")
-		.properties(TestApplications.WITHOUT_JPA, redis.springProperty(), "idempotency.cache.enabled=true",
-				"idempotency.lease.fingerprint-mismatch=warn");
+		.properties(TestApplications.WITHOUT_JPA, "test.error-handler.retries=0", redis.springProperty(),
+				"idempotency.cache.enabled=true", "idempotency.lease.fingerprint-mismatch=warn");
 
 	@AfterAll
 	static void stop() {
@@ -105,26 +106,12 @@ class TransactionalFingerprintCacheIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Replies.class, RecoveringErrorHandler.class })
 	static class App {
-
-		@Bean
-		Replies replies() {
-			return new Replies();
-		}
 
 		@Bean
 		Listeners listeners(Replies replies) {
 			return new Listeners(replies);
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(0);
 		}
 
 	}

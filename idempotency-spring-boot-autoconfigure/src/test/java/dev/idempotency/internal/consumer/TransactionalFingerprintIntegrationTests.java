@@ -8,6 +8,7 @@ import dev.idempotency.IdempotencyFingerprintMismatchException;
 import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.Idempotent;
 import dev.idempotency.internal.consumer.ListenerFixtures.Recovered;
+import dev.idempotency.internal.consumer.ListenerFixtures.RecoveringErrorHandler;
 import dev.idempotency.internal.consumer.ListenerFixtures.Replies;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
@@ -19,9 +20,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.messaging.handler.annotation.SendTo;
 
@@ -39,7 +40,8 @@ class TransactionalFingerprintIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics("it-tx-fingerprint", "it-tx-result", "it-tx-replies", "it-tx-large")
-		.properties(TestApplications.WITHOUT_JPA, "idempotency.lease.max-result-size=64B");
+		.properties(TestApplications.WITHOUT_JPA, "test.error-handler.retries=3",
+				"idempotency.lease.max-result-size=64B");
 
 	@Test
 	void recordWithAKnownKeyAndAnotherPayloadIsRejectedAndItsEffectsAreNotApplied() {
@@ -131,27 +133,13 @@ class TransactionalFingerprintIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ Replies.class, RecoveringErrorHandler.class })
 	static class App {
-
-		@Bean
-		Replies replies() {
-			return new Replies();
-		}
 
 		@Bean
 		Listeners listeners(JdbcTemplate jdbc, Replies replies) {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS tx_payments (key TEXT NOT NULL, amount TEXT NOT NULL)");
 			return new Listeners(jdbc, replies);
-		}
-
-		@Bean
-		Recovered recovered() {
-			return new Recovered();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(Recovered recovered) {
-			return recovered.errorHandler(3);
 		}
 
 	}

@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -18,11 +19,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
-import org.springframework.kafka.listener.DefaultErrorHandler;
-import org.springframework.util.backoff.FixedBackOff;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -43,7 +43,7 @@ class UnfinishedWorkIntegrationTests {
 	@RegisterExtension
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(FUTURES, ABORTED, ABORTED_BATCHES)
-		.properties(TestApplications.WITHOUT_JPA);
+		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=unfinished_effects");
 
 	/**
 	 * A listener declared to return {@code Object} that returns work still under way (a
@@ -89,41 +89,24 @@ class UnfinishedWorkIntegrationTests {
 
 	@SpringBootConfiguration
 	@EnableAutoConfiguration
+	@Import({ RecordingBatches.class, RecordingBatches.RecoveringErrorHandler.class })
 	static class App {
 
 		@Bean
-		RecordingBatches recorded() {
-			return new RecordingBatches();
-		}
-
-		@Bean
-		DefaultErrorHandler errorHandler(RecordingBatches recorded) {
-			return new DefaultErrorHandler(recorded::recover, new FixedBackOff(0, 1));
-		}
-
-		@Bean
-		TestEffects effects(JdbcTemplate jdbc) {
-			return new TestEffects(jdbc, "unfinished_effects");
-		}
-
-		@Bean
-		Listener listener(JdbcTemplate jdbc, TestEffects effects) {
+		Listener listener(JdbcTemplate jdbc) {
 			jdbc.execute("CREATE TABLE IF NOT EXISTS unfinished_unique (id INT PRIMARY KEY)");
 			jdbc.execute("INSERT INTO unfinished_unique VALUES (1) ON CONFLICT DO NOTHING");
-			return new Listener(jdbc, effects);
+			return new Listener(jdbc);
 		}
 
 	}
 
-	static class Listener {
+	static class Listener extends RecordingListener {
 
 		private final JdbcTemplate jdbc;
 
-		private final TestEffects effects;
-
-		Listener(JdbcTemplate jdbc, TestEffects effects) {
+		Listener(JdbcTemplate jdbc) {
 			this.jdbc = jdbc;
-			this.effects = effects;
 		}
 
 		@KafkaListener(topics = FUTURES, groupId = "unfinished-future")
@@ -131,7 +114,7 @@ class UnfinishedWorkIntegrationTests {
 		public Object future(String payload) {
 			// runs, and fails, once the claim has long committed
 			return CompletableFuture.runAsync(() -> {
-				this.effects.add("listener", payload);
+				effects().add("listener", payload);
 				throw new IllegalStateException("downstream unavailable");
 			}, CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS));
 		}
@@ -149,7 +132,7 @@ class UnfinishedWorkIntegrationTests {
 		}
 
 		private void insertTwice(String payload) {
-			this.effects.add("listener", payload);
+			effects().add("listener", payload);
 			try {
 				this.jdbc.update("INSERT INTO unfinished_unique VALUES (1)");
 			}
