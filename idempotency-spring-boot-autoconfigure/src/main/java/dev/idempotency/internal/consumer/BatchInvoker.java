@@ -1,9 +1,7 @@
 package dev.idempotency.internal.consumer;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.function.IntUnaryOperator;
 
 import dev.idempotency.IdempotencyKeyResolver;
@@ -51,6 +49,8 @@ final class BatchInvoker {
 
 	private final KafkaTransactionCheck kafkaTransactions;
 
+	private final BatchClaims claims;
+
 	BatchInvoker(ProcessedMessageStore store, IdempotencyKeyResolver keyResolver, MissingKeys missingKeys,
 			TransactionOperations transactions, @Nullable ProcessedKeyCache cache, KafkaTransactionCheck kafkaTransactions) {
 		this.kafkaTransactions = kafkaTransactions;
@@ -59,6 +59,7 @@ final class BatchInvoker {
 		this.missingKeys = missingKeys;
 		this.transactions = transactions;
 		this.cache = cache;
+		this.claims = new BatchClaims(store, cache);
 	}
 
 	@Nullable Object invoke(MethodInvocation invocation, ListenerMethod method, ListenerMetrics metrics)
@@ -99,14 +100,14 @@ final class BatchInvoker {
 					record.offset());
 		}
 		metrics.messages(Outcome.REJECTED, DecisionSource.NONE, rejected);
-		List<Integer> candidates = notCached(messages, metrics);
+		List<Integer> candidates = this.claims.notCached(messages, metrics);
 		BatchAttempt attempt = new BatchAttempt(invocation, method, batch, records, payloads, candidates, messages,
 				containerIndexes, firstRejected);
 		Object result;
 		try {
 			if (this.store.joinsTransaction()) {
 				result = this.transactions.execute((status) -> {
-					attempt.claims.addAll(claim(candidates, messages, metrics));
+					attempt.claims.addAll(this.claims.claim(candidates, messages, metrics));
 					Object returned = attempt.proceedWithNew();
 					AbortedTransactionCheck.check(method);
 					this.kafkaTransactions.check(method);
@@ -118,7 +119,7 @@ final class BatchInvoker {
 				});
 			}
 			else {
-				attempt.claims.addAll(claim(candidates, messages, metrics));
+				attempt.claims.addAll(this.claims.claim(candidates, messages, metrics));
 				result = this.transactions.execute((status) -> {
 					Object returned = attempt.proceedWithNew();
 					AbortedTransactionCheck.check(method);
@@ -135,7 +136,7 @@ final class BatchInvoker {
 						&& this.transactions == TransactionOperations.withoutTransaction()) {
 					throw keepBefore(batchFailure, attempt, metrics);
 				}
-				failed(attempt.claims, 1, metrics, batchFailure);
+				this.claims.failed(attempt.claims, 1, metrics, batchFailure);
 				return retryBefore(batchFailure, attempt, pristine, metrics);
 			}
 			ConsumerRecord<?, ?> failedKey = (failure instanceof FailedLeaseKeyException leaseFailed)
@@ -143,17 +144,17 @@ final class BatchInvoker {
 			if (failedKey != null) {
 				// the claim met a key a lease-mode listener marked FAILED: as a record
 				// listener's, that record goes to the recoverer, and only that one
-				failed(attempt.claims, 1, metrics, failure);
+				this.claims.failed(attempt.claims, 1, metrics, failure);
 				return retryBefore(new BatchListenerFailedException(failure.getMessage(), failure, failedKey), attempt,
 						pristine, metrics);
 			}
-			throw failed(attempt.claims, candidates.size(), metrics, failure);
+			throw this.claims.failed(attempt.claims, candidates.size(), metrics, failure);
 		}
 		List<Claim> handedBackClaims = attempt.isNacked() ? attempt.handedBackClaims() : List.of();
 		int handedBack = handedBackClaims.size();
 		// the records kept were applied: complete them before anything else can fail
-		complete(attempt.claims, method);
-		release(handedBackClaims, method);
+		BatchClaims.complete(attempt.claims, method);
+		BatchClaims.release(handedBackClaims, method);
 		if (this.cache != null) {
 			for (int i = 0; i < attempt.kept.size() - handedBack; i++) {
 				ProcessedMessage message = messages[attempt.kept.get(i)];
@@ -243,12 +244,12 @@ final class BatchInvoker {
 		int failed = attempt.positionOf(ex);
 		if (failed < 0) {
 			// a record the batch does not hold: keep nothing, commit nothing
-			failed(attempt.claims, 1, metrics, ex);
+			this.claims.failed(attempt.claims, 1, metrics, ex);
 			return ex;
 		}
 		List<Claim> applied = attempt.claimsBefore(failed);
-		failed(attempt.claims, 1, metrics, ex);
-		complete(applied, attempt.method);
+		this.claims.failed(attempt.claims, 1, metrics, ex);
+		BatchClaims.complete(applied, attempt.method);
 		metrics.messages(Outcome.PROCESSED, DecisionSource.STORE, applied.size());
 		if (attempt.acknowledgment != null) {
 			attempt.acknowledgment.discard();
@@ -259,95 +260,6 @@ final class BatchInvoker {
 					this.missingKeys.rejection(record, attempt.method), record);
 		}
 		return new BatchListenerFailedException(ex.getMessage(), ex.getCause(), attempt.records.get(failed));
-	}
-
-	private static void complete(List<Claim> claims, ListenerMethod method) {
-		for (Claim claim : claims) {
-			if (!claim.isNew()) {
-				continue;
-			}
-			try {
-				if (!claim.complete()) {
-					logger.warn("A claim in a batch of " + method.name() + " was lost before completion (lease "
-							+ "expired and taken over); its message may have been processed twice");
-				}
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not complete a claim in a batch of " + method.name()
-						+ " after its work committed: " + ex);
-			}
-		}
-	}
-
-	// A claim that stays is given up when its lease ends: it only delays the records a nack
-	// handed back, so a failure here must not fail the batch, whose other records are applied.
-	private static void release(List<Claim> handedBack, ListenerMethod method) {
-		for (Claim claim : handedBack) {
-			try {
-				claim.release();
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not release the claim of a record " + method.name() + " handed back with a nack; "
-						+ "it is delivered again once the claim's lease ends: " + ex);
-			}
-		}
-	}
-
-	private List<Claim> claim(List<Integer> candidates, ProcessedMessage[] messages, ListenerMetrics metrics) {
-		if (candidates.isEmpty()) {
-			return List.of();
-		}
-		List<ProcessedMessage> toClaim = new ArrayList<>(candidates.size());
-		for (int index : candidates) {
-			toClaim.add(messages[index]);
-		}
-		long start = System.nanoTime();
-		List<Claim> claims = this.store.claimAll(toClaim);
-		metrics.claim(System.nanoTime() - start);
-		return claims;
-	}
-
-	private List<Integer> notCached(ProcessedMessage[] messages, ListenerMetrics metrics) {
-		List<Integer> keyed = new ArrayList<>(messages.length);
-		for (int i = 0; i < messages.length; i++) {
-			if (messages[i] != null) {
-				keyed.add(i);
-			}
-		}
-		if (this.cache == null || keyed.isEmpty()) {
-			return keyed;
-		}
-		// one lookup per scope: records of a batch share one, unless some came through a
-		// retry topic from another group
-		Map<String, List<Integer>> byScope = new LinkedHashMap<>();
-		for (int index : keyed) {
-			byScope.computeIfAbsent(messages[index].scope(), (scope) -> new ArrayList<>()).add(index);
-		}
-		boolean[] cached = new boolean[messages.length];
-		byScope.forEach((scope, indexes) -> {
-			List<String> keys = new ArrayList<>(indexes.size());
-			for (int index : indexes) {
-				keys.add(messages[index].key());
-			}
-			boolean[] processed = this.cache.areProcessed(scope, keys);
-			for (int i = 0; i < processed.length; i++) {
-				cached[indexes.get(i)] = processed[i];
-			}
-		});
-		List<Integer> candidates = new ArrayList<>(keyed.size());
-		for (int index : keyed) {
-			if (!cached[index]) {
-				candidates.add(index);
-			}
-		}
-		metrics.messages(Outcome.DUPLICATE, DecisionSource.CACHE, keyed.size() - candidates.size());
-		return candidates;
-	}
-
-	private Throwable failed(List<Claim> claims, int candidates, ListenerMetrics metrics, Throwable ex) {
-		Claim.releaseNew(claims, ex);
-		metrics.messages(Outcome.FAILED, DecisionSource.STORE, candidates);
-		return ex;
 	}
 
 }

@@ -9,15 +9,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 import dev.idempotency.IdempotencyClaimFailedException;
 import dev.idempotency.IdempotencyContext;
 import dev.idempotency.IdempotencyKeyInProgressException;
-import dev.idempotency.IdempotencyResultNotStoredException;
-import dev.idempotency.IdempotencyResultTooLargeException;
 import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.LeaseLostHandler.LostLease;
 import dev.idempotency.internal.key.Fingerprints;
@@ -57,6 +54,8 @@ public final class LeaseInvoker {
 
 	private final Map<Method, LeaseOptions> options = new ConcurrentHashMap<>();
 
+	private final LeaseCompletions completions;
+
 	/**
 	 * Create an invoker.
 	 * @param store the lease claims of the store
@@ -70,6 +69,7 @@ public final class LeaseInvoker {
 		this.store = store;
 		this.settings = settings;
 		this.results = results;
+		this.completions = new LeaseCompletions(store, settings, results);
 		this.leaseLostHandlers = leaseLostHandlers;
 	}
 
@@ -119,7 +119,7 @@ public final class LeaseInvoker {
 			if (acknowledgment != null) {
 				acknowledgment.discard();
 			}
-			throw failed(method, metrics, message, token, options, ex);
+			throw this.completions.failed(method, metrics, message, token, options, ex);
 		}
 		finally {
 			IdempotencyContext.restore(previous);
@@ -132,43 +132,9 @@ public final class LeaseInvoker {
 			acknowledgment.release();
 			return null;
 		}
-		String json = null;
-		IdempotencyResultNotStoredException notStored = null;
-		if (options.storeResult() && result != null) {
-			try {
-				json = Objects.requireNonNull(this.results, "no StoredResultCodec").write(result);
-			}
-			catch (RuntimeException ex) {
-				notStored = new IdempotencyResultNotStoredException("The result of " + method.name() + " for "
-						+ describe(message) + " could not be written as JSON; its work is done and its claim completed "
-						+ "without the result: " + ex, ex);
-			}
-			int size = (json != null) ? json.getBytes(StandardCharsets.UTF_8).length : 0;
-			if (size > this.settings.maxResultSize()) {
-				notStored = new IdempotencyResultTooLargeException("The result of " + method.name() + " for "
-						+ describe(message) + " is " + size + " bytes of JSON, more than "
-						+ "idempotency.lease.max-result-size (" + this.settings.maxResultSize() + " bytes); its work "
-						+ "is done and its claim completed without the result. Return less, or raise the limit");
-				json = null;
-			}
-		}
-		boolean completed;
-		try {
-			completed = completeWhileLeased(message, token, json, options.lease());
-		}
-		catch (RuntimeException ex) {
-			if (json != null && !InfrastructureFailures.isInfrastructureFailure(ex)) {
-				// the database refused the result (jsonb holds no NUL character): the work is
-				// done, so the claim is completed without it, as for a result too large
-				notStored = new IdempotencyResultNotStoredException("The database refused the result of "
-						+ method.name() + " for " + describe(message) + "; its work is done and its claim completed "
-						+ "without the result: " + ex, ex);
-				completed = completeOrKeep(method, message, token, null, options.lease());
-			}
-			else {
-				completed = incomplete(method, message, options.lease(), ex);
-			}
-		}
+		LeaseCompletions.Completion completion = this.completions.complete(method, message, token, options, result);
+		boolean completed = completion.completed();
+		RuntimeException notStored = completion.notStored();
 		if (completed) {
 			metrics.message(Outcome.PROCESSED, DecisionSource.STORE);
 			if (logger.isDebugEnabled()) {
@@ -187,94 +153,6 @@ public final class LeaseInvoker {
 			throw notStored;
 		}
 		return result;
-	}
-
-	private boolean completeOrKeep(ListenerMethod method, ProcessedMessage message, long token, @Nullable String json,
-			java.time.Duration lease) {
-		try {
-			return completeWhileLeased(message, token, json, lease);
-		}
-		catch (RuntimeException ex) {
-			return incomplete(method, message, lease, ex);
-		}
-	}
-
-	/**
-	 * Log a claim that could not be completed after its work was done, and count it as
-	 * completed: sending the record back would run the work again once the lease expired.
-	 */
-	private static boolean incomplete(ListenerMethod method, ProcessedMessage message, java.time.Duration lease,
-			RuntimeException ex) {
-		logger.warn("Could not complete the claim of " + describe(message) + " in " + method.name()
-				+ " after its work was done, retrying for its lease of " + lease + "; it stays "
-				+ "IN_PROGRESS, and a redelivery after its lease expired would process it again: " + ex);
-		return true;
-	}
-
-	/**
-	 * Complete the claim, retrying a completion the database failed (a connection reset, a
-	 * restart) for as long as the lease lasts: the work is done, and an incomplete claim
-	 * would be taken over and run again once its lease expired. Completion is fenced on
-	 * the token and may be repeated, so a retry after a commit whose answer was lost still
-	 * counts as completed.
-	 */
-	private boolean completeWhileLeased(ProcessedMessage message, long token, @Nullable String json,
-			java.time.Duration lease) {
-		return whileLeased(() -> this.store.complete(message, token, json), lease);
-	}
-
-	/**
-	 * Run a fenced store operation, retrying it on failures of the infrastructure for as
-	 * long as the lease lasts.
-	 */
-	private static boolean whileLeased(BooleanSupplier operation, java.time.Duration lease) {
-		long deadline = System.nanoTime() + lease.toNanos();
-		long backoffMillis = 100;
-		while (true) {
-			try {
-				return operation.getAsBoolean();
-			}
-			catch (RuntimeException ex) {
-				if (!InfrastructureFailures.isInfrastructureFailure(ex)
-						|| System.nanoTime() + backoffMillis * 1_000_000 >= deadline) {
-					throw ex;
-				}
-				try {
-					Thread.sleep(backoffMillis);
-				}
-				catch (InterruptedException interrupted) {
-					Thread.currentThread().interrupt();
-					throw ex;
-				}
-				backoffMillis = Math.min(backoffMillis * 2, 5_000);
-			}
-		}
-	}
-
-	private Throwable failed(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message, long token,
-			LeaseOptions options, Throwable ex) {
-		metrics.message(Outcome.FAILED, DecisionSource.STORE);
-		boolean nonRetryable = options.isNonRetryable(ex);
-		try {
-			if (nonRetryable) {
-				// retried like a completion: a claim left IN_PROGRESS would be taken over once
-				// its lease expired, and the method run again
-				if (whileLeased(() -> this.store.fail(message, token, ex.toString()), options.lease())) {
-					return new IdempotencyClaimFailedException("The claim of " + describe(message) + " in "
-							+ method.name() + " is marked FAILED: the listener threw the non-retryable " + ex, ex);
-				}
-			}
-			else {
-				this.store.release(message, token);
-			}
-		}
-		catch (RuntimeException storeFailure) {
-			ex.addSuppressed(storeFailure);
-		}
-		if (logger.isDebugEnabled()) {
-			logger.debug("Released " + describe(message) + " in " + method.name() + " after " + ex);
-		}
-		return ex;
 	}
 
 	private void leaseLost(ListenerMethod method, ListenerMetrics metrics, ProcessedMessage message, long token) {

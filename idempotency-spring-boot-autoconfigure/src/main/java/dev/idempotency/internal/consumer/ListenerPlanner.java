@@ -96,7 +96,8 @@ final class ListenerPlanner {
 
 	private RecordClaim rowClaim(ListenerMethod method) {
 		TransactionalRows rows = this.rows;
-		if (rows == null) {
+		// the row is read in the claim's transaction, so only a store that joins it has rows
+		if (rows == null || !this.store.joinsTransaction()) {
 			return (invocation, record) -> {
 				throw new IllegalStateException("@Idempotent method " + method.name() + " sets fingerprint, "
 						+ "fingerprintExpression or storeResult, which need the jdbc store; the " + this.store.name()

@@ -72,10 +72,12 @@ final class PollPrefetch {
 	static boolean isProcessed(JdbcProcessedKeyLookup store, IdempotencyKeyResolver resolver, ListenerMethod method,
 			ConsumerRecord<?, ?> record, String scope, String key) {
 		PollLookupGate gate = PollLookupGate.current();
+		PollPrefetch poll = CURRENT.get();
+		if (!gate.isOpen() && (poll == null || poll.answers == null)) {
+			// not even the keys of the poll are resolved for a lookup that will not run
+			return false;
+		}
 		return isProcessed((s, keys) -> {
-			if (!gate.isOpen()) {
-				return new boolean[keys.size()];
-			}
 			boolean[] processed = store.areProcessed(s, keys);
 			gate.lookedUp(anyTrue(processed));
 			return processed;

@@ -17,7 +17,8 @@ import org.jspecify.annotations.Nullable;
  */
 final class RecordDecisions {
 
-	private static final Log logger = LogFactory.getLog(RecordDecisions.class);
+	// logged as the interceptor's, the category applications already configure for the record path
+	private static final Log logger = LogFactory.getLog(IdempotentListenerInterceptor.class);
 
 	private RecordDecisions() {
 	}

@@ -85,6 +85,15 @@ class JdbcProcessedKeyLookupIntegrationTests {
 		for (int i = 0; i < keys.size(); i++) {
 			assertThat(processed[i]).as(keys.get(i)).isEqualTo(stored.contains(keys.get(i)));
 		}
+		// a lease-mode claim in progress or failed is not a processed message; a completed one is
+		String run = UUID.randomUUID().toString();
+		for (String status : new String[] { "IN_PROGRESS", "FAILED", "COMPLETED" }) {
+			jdbc.update("INSERT INTO " + TABLE + " (consumer_group, idempotency_key, status) VALUES (?, ?, ?)", GROUP,
+					run + status, status);
+		}
+		assertThat(new JdbcProcessedKeyLookup(jdbc, new TableName(null, TABLE)).areProcessed(GROUP,
+				List.of(run + "IN_PROGRESS", run + "FAILED", run + "COMPLETED")))
+			.containsExactly(false, false, true);
 		assertThat(new JdbcProcessedKeyLookup(jdbc, new TableName(null, TABLE)).areProcessed("another-group", keys))
 			.containsOnly(false);
 	}
