@@ -7,7 +7,8 @@
 # G, G_NEW and G_DUP (not in the default set) are a new consumer group on an emptied processed_messages table:
 # 3 partitions, random UUID keys, no ANALYZE while the table grows; 50,000 messages each (BENCH_GROWING_MESSAGES).
 # BENCH_BEFORE=<git revision> also runs every scenario on the starter as it was at that revision, interleaved
-# with this one (A A' B B' ...), and reports both, so that a change is measured before and after in one run.
+# with this one (A A' B B' ..., then A' A B' B ... in even rounds), and reports both, so that a change is
+# measured before and after in one run.
 # Scenarios run interleaved (A B C ... A B C ...), each in a fresh JVM pinned to CPU 0;
 # Kafka, PostgreSQL and Redis run in one process pinned to CPU 1 (the PostgreSQL and Redis
 # server processes inherit the pinning).
@@ -68,7 +69,10 @@ for round in $(seq 1 "$rounds"); do
     else
       main=dev.idempotency.benchmarks.BenchmarkScenario; arguments=("$scenario" "$work/infrastructure.properties" "$messages")
     fi
-    for variant in "${variants[@]}"; do
+    # before and after take turns at going first, so that neither gains from its place
+    order=("${variants[@]}")
+    if [ ${#variants[@]} -eq 2 ] && [ $((round % 2)) -eq 0 ]; then order=(before after); fi
+    for variant in "${order[@]}"; do
       if [ "$variant" = before ]; then cp="$classpath_before"; results="$work/results-before.txt"
       else cp="$classpath"; results="$work/results.txt"; fi
       # shellcheck disable=SC2086
