@@ -29,11 +29,11 @@ enum Scenario {
 	G("baseline record listener, @Transactional, 3 partitions, random UUID keys", Listener.RECORD_PLAIN, false, false,
 			true),
 
-	G_NEW("@Idempotent record listener, all new, no cache, processed_messages truncated before (no ANALYZE), "
+	G_NEW("@Idempotent record listener, all new, no cache, processed_messages analyzed with another group then truncated, "
 			+ "3 partitions, random UUID keys", Listener.RECORD_IDEMPOTENT, false, false, true),
 
-	G_DUP("@Idempotent record listener, all duplicates, no cache, processed_messages truncated before and "
-			+ "filled with the keys (no ANALYZE), 3 partitions, random UUID keys", Listener.RECORD_IDEMPOTENT, true,
+	G_DUP("@Idempotent record listener, all duplicates, no cache, processed_messages truncated as for G_NEW, then "
+			+ "filled with the keys, 3 partitions, random UUID keys", Listener.RECORD_IDEMPOTENT, true,
 			false, true);
 
 	final String description;
