@@ -73,7 +73,8 @@ public final class BenchmarkScenario {
 			}
 			if (scenario.growingTable) {
 				// As after a deployment on an emptied table: statistics gathered while it held
-				// other groups' rows (a truncation keeps them), none of the rows to come.
+				// another group's rows only (a truncation keeps them), none of the rows to come.
+				jdbc.execute("TRUNCATE processed_messages");
 				jdbc.execute("INSERT INTO processed_messages (consumer_group, idempotency_key) "
 						+ "SELECT 'earlier-group', 'k-' || i FROM generate_series(1, 1000) AS i ON CONFLICT DO NOTHING");
 				jdbc.execute("ANALYZE processed_messages");
