@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.function.Predicate;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -48,6 +49,23 @@ public final class TestConsumer implements AutoCloseable {
 			this.consumer.poll(Duration.ofMillis(100)).forEach(this.received::add);
 		}
 		this.consumer.poll(Duration.ofMillis(300)).forEach(this.received::add);
+		return this.received;
+	}
+
+	/**
+	 * Poll until the records received so far satisfy a condition or the time is up: for
+	 * records that may arrive more than once (a send retried after its timeout), where a
+	 * count says nothing.
+	 * @param done whether all that is awaited arrived
+	 * @param timeout how long to wait at most
+	 * @return all records received so far
+	 */
+	public List<ConsumerRecord<String, String>> receiveUntil(Predicate<List<ConsumerRecord<String, String>>> done,
+			Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (!done.test(this.received) && System.nanoTime() < deadline) {
+			this.consumer.poll(Duration.ofMillis(100)).forEach(this.received::add);
+		}
 		return this.received;
 	}
 
