@@ -7,8 +7,8 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Marks a {@code @KafkaListener} (or {@code @KafkaHandler}) method whose effects must be
- * applied exactly once per idempotency key.
+ * Marks a {@code @KafkaListener} (or {@code @KafkaHandler}) method, or a Spring MVC handler
+ * method, whose effects must be applied exactly once per idempotency key.
  * <p>
  * Before the method runs, the key of the record is claimed in the processed-message store
  * in a new transaction of the application's {@code PlatformTransactionManager}; the method
@@ -25,6 +25,17 @@ import java.lang.annotation.Target;
  * commits the claim alone, as in progress with a lease and a fencing token, runs the
  * method outside any transaction of the starter, and records completion only if the
  * claim was not taken over in the meantime.
+ * <p>
+ * On a Spring MVC handler method ({@code @PostMapping} and the other request mappings), the
+ * annotation makes the request idempotent by its {@code Idempotency-Key} header
+ * ({@code idempotency.web.key-header}): the claim, the handler's work and its response
+ * commit together (or, in lease mode, the response completes the claim), and a retried
+ * request gets the stored response. There, {@link #key()} is evaluated against the
+ * request (its root object offers {@code request}, {@code headers}, {@code method} and
+ * {@code path}), {@link #scope()} replaces the endpoint ({@code http POST /payments}) in
+ * the scope (the authenticated principal is always added), every request is fingerprinted
+ * and every response stored, so {@link #fingerprint()} and {@link #storeResult()} do not
+ * apply, and {@link #fingerprintExpression()} and {@link #nonRetryable()} are refused.
  *
  * @see IdempotencyKeyResolver
  */

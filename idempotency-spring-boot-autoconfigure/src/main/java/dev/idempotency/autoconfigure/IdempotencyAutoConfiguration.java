@@ -44,6 +44,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
@@ -59,6 +60,7 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.ResourceTransactionManager;
 import org.springframework.transaction.support.TransactionOperations;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 import org.springframework.util.backoff.ExponentialBackOff;
 
@@ -196,8 +198,38 @@ public final class IdempotencyAutoConfiguration {
 	}
 
 	@Bean
-	static IdempotentMethodValidator idempotentMethodValidator() {
-		return new IdempotentMethodValidator();
+	static IdempotentMethodValidator idempotentMethodValidator(ApplicationContext context, Environment environment) {
+		return new IdempotentMethodValidator(webHandlersUnsupported(context, environment));
+	}
+
+	/**
+	 * Return why {@code @Idempotent} web handler methods cannot be intercepted in an
+	 * application, or {@code null} if {@link IdempotencyWebAutoConfiguration} applies.
+	 */
+	private static @Nullable String webHandlersUnsupported(ApplicationContext context, Environment environment) {
+		if (!Binder.get(environment).bind("idempotency.web.enabled", Boolean.class).orElse(true)) {
+			return "idempotency.web.enabled is false";
+		}
+		ClassLoader classLoader = context.getClassLoader();
+		if (!ClassUtils.isPresent("org.springframework.web.servlet.DispatcherServlet", classLoader)
+				|| !ServletApplications.isServlet(context)) {
+			return "@Idempotent web handlers need a Spring MVC (servlet) application: WebFlux and other web stacks "
+					+ "are not supported";
+		}
+		return null;
+	}
+
+	/**
+	 * Tells a servlet web application context, loaded only when spring-web is present.
+	 */
+	private static final class ServletApplications {
+
+		static boolean isServlet(ApplicationContext context) {
+			return ClassUtils.isPresent("org.springframework.web.context.WebApplicationContext",
+					context.getClassLoader())
+					&& context instanceof org.springframework.web.context.WebApplicationContext;
+		}
+
 	}
 
 	@Bean
@@ -220,7 +252,7 @@ public final class IdempotencyAutoConfiguration {
 		return transactionManager;
 	}
 
-	private static void checkSameDataSource(PlatformTransactionManager transactionManager,
+	static void checkSameDataSource(PlatformTransactionManager transactionManager,
 			ProcessedMessageStore store, @Nullable DataSource dataSource) {
 		if (!store.joinsTransaction()) {
 			return;

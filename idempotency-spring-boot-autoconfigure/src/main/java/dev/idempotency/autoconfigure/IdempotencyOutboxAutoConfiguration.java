@@ -134,9 +134,12 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	Outbox outbox(OutboxRepository repository, OutboxPayloadSerializer serializer,
-			ObjectProvider<OutboxRelay> relay, ObjectProvider<OutboxTraceContext> traceContext) {
-		return new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp),
+			ObjectProvider<OutboxRelay> relay, ObjectProvider<OutboxTraceContext> traceContext,
+			IdempotencyProperties properties) {
+		JdbcOutbox outbox = new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp),
 				traceContext.getIfUnique(() -> OutboxTraceContext.NONE));
+		outbox.setDerivedEventIds(properties.outbox().derivedEventIds());
+		return outbox;
 	}
 
 	@Bean

@@ -244,6 +244,10 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * being sent, hiding the claim's time. Pays with one relay instance, or with many more
 	 * keys than instances times the batch size; with few keys, the instance that claims
 	 * ahead holds most of them and the other instances find little to claim.
+	 * @param derivedEventIds Whether an event published while an @Idempotent listener or
+	 * HTTP handler runs gets an id derived from the key being handled (and the event's
+	 * topic and position), so that running the handling again publishes the same ids and
+	 * consumers skip them. When false, every event gets a random id.
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
 			@DefaultValue("true") boolean relayEnabled, @DefaultValue("true") boolean autoStartup,
@@ -253,7 +257,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("1s") Duration initialBackoff, @DefaultValue("2.0") double backoffMultiplier,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
-			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead) {
+			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead,
+			@DefaultValue("true") boolean derivedEventIds) {
 
 		@ConstructorBinding
 		public Outbox {
@@ -287,6 +292,19 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
 						+ "lease until its acknowledgments are in");
 			}
+		}
+
+		/**
+		 * Create the outbox settings of earlier versions, with event ids derived from the
+		 * key being handled.
+		 */
+		public Outbox(boolean enabled, String table, boolean relayEnabled, boolean autoStartup, int batchSize,
+				Duration pollInterval, Duration idlePollInterval, Duration lease, Duration sendTimeout, int maxAttempts,
+				Duration initialBackoff, double backoffMultiplier, Duration maxBackoff, double jitter,
+				Completion completion, Duration retention, Duration shutdownTimeout, boolean claimAhead) {
+			this(enabled, table, relayEnabled, autoStartup, batchSize, pollInterval, idlePollInterval, lease,
+					sendTimeout, maxAttempts, initialBackoff, backoffMultiplier, maxBackoff, jitter, completion,
+					retention, shutdownTimeout, claimAhead, true);
 		}
 
 		/**

@@ -10,7 +10,10 @@ import org.jspecify.annotations.Nullable;
  * {@code publish} writes the event to the outbox table in the current transaction (it
  * refuses to run without one); the relay publishes it after the commit, in order per key,
  * with the event id as the {@code X-Idempotency-Key} header, so that an
- * {@code @Idempotent} consumer applies a relayed retry once.
+ * {@code @Idempotent} consumer applies a relayed retry once. An event published while an
+ * {@code @Idempotent} listener or HTTP handler runs gets an id derived from the key being
+ * handled, its topic and its position among the handling's events, so that running the
+ * handling again publishes the same ids ({@code idempotency.outbox.derived-event-ids}).
  * <p>
  * Order per key is commit order: a transaction that publishes for a key waits until
  * every other open transaction that published for that key has ended.

@@ -80,7 +80,9 @@ class ArchitectureTests {
 			"dev.idempotency.autoconfigure.IdempotencyMetricsAutoConfiguration",
 			"dev.idempotency.autoconfigure.IdempotencySchemaAutoConfiguration",
 			"dev.idempotency.autoconfigure.IdempotencyHealthAutoConfiguration",
+			"dev.idempotency.autoconfigure.IdempotencyWebAutoConfiguration",
 			"dev.idempotency.autoconfigure.IdempotencyProperties",
+			"dev.idempotency.autoconfigure.IdempotencyWebProperties",
 			"dev.idempotency.autoconfigure.IdempotencyHealthProperties");
 
 	private static final JavaClasses CLASSES = new ClassFileImporter()

@@ -1,5 +1,6 @@
 package dev.idempotency.test;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -56,6 +58,8 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 	private final List<String> topics = new ArrayList<>();
 
 	private final List<String> properties = new ArrayList<>();
+
+	private WebApplicationType webType = WebApplicationType.NONE;
 
 	private ConfigurableApplicationContext context;
 
@@ -106,6 +110,24 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 		return this;
 	}
 
+	/**
+	 * Start the application as a servlet web application, on a random port.
+	 * @return this extension
+	 */
+	public TestApplication web() {
+		this.webType = WebApplicationType.SERVLET;
+		return this;
+	}
+
+	/**
+	 * The address of a path on the running web application.
+	 * @param path the path, from {@code /}
+	 * @return the URI
+	 */
+	public URI uri(String path) {
+		return URI.create("http://localhost:" + context().getEnvironment().getProperty("local.server.port") + path);
+	}
+
 	@Override
 	public void beforeAll(ExtensionContext extension) {
 		for (String topic : this.topics) {
@@ -113,7 +135,7 @@ public final class TestApplication implements BeforeAllCallback, AfterAllCallbac
 			TestInfrastructure.createTopic((colon < 0) ? topic : topic.substring(0, colon),
 					(colon < 0) ? 1 : Integer.parseInt(topic.substring(colon + 1)));
 		}
-		this.context = TestApplications.run(this.sources, this.properties.toArray(String[]::new));
+		this.context = TestApplications.run(this.webType, this.sources, this.properties.toArray(String[]::new));
 	}
 
 	@Override

@@ -75,6 +75,19 @@ public final class TestApplications {
 	 * @return the running context
 	 */
 	public static ConfigurableApplicationContext run(Class<?>[] sources, String... properties) {
+		return run(WebApplicationType.NONE, sources, properties);
+	}
+
+	/**
+	 * Start an application of a web type, as {@link #run(Class[], String...)} does; a
+	 * servlet application listens on a random port ({@code local.server.port}).
+	 * @param type the web application type
+	 * @param sources the application's sources
+	 * @param properties extra properties, as {@code name=value}
+	 * @return the running context
+	 */
+	public static ConfigurableApplicationContext run(WebApplicationType type, Class<?>[] sources,
+			String... properties) {
 		Map<String, Object> defaults = new LinkedHashMap<>(TestInfrastructure.springProperties());
 		defaults.put("spring.main.banner-mode", "off");
 		// Redis is on the test classpath: without this, Spring Boot would connect the cache
@@ -91,6 +104,7 @@ public final class TestApplications {
 		defaults.put("management.prometheus.metrics.export.enabled", "false");
 		defaults.put("spring.kafka.consumer.properties[session.timeout.ms]", "6000");
 		defaults.put("spring.kafka.consumer.properties[heartbeat.interval.ms]", "500");
+		defaults.put("server.port", "0");
 		// Command-line arguments, so that they win over system properties (an embedded broker
 		// publishes its address in spring.kafka.bootstrap-servers).
 		for (String property : properties) {
@@ -99,7 +113,7 @@ public final class TestApplications {
 		}
 		List<String> arguments = new ArrayList<>();
 		defaults.forEach((name, value) -> arguments.add("--" + name + "=" + value));
-		return new SpringApplicationBuilder(sources).web(WebApplicationType.NONE)
+		return new SpringApplicationBuilder(sources).web(type)
 			.initializers((context) -> context
 				.addBeanFactoryPostProcessor((beanFactory) -> registerEffects(beanFactory, context.getEnvironment())))
 			.run(arguments.toArray(String[]::new));

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.consumer;
 
+import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
 import dev.idempotency.Idempotent;
@@ -8,6 +9,9 @@ import org.aopalliance.intercept.MethodInterceptor;
 
 import org.springframework.aop.Pointcut;
 import org.springframework.aop.support.AbstractPointcutAdvisor;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.aop.support.ComposablePointcut;
+import org.springframework.aop.support.StaticMethodMatcher;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.util.function.SingletonSupplier;
 
@@ -21,7 +25,17 @@ public final class IdempotentListenerAdvisor extends AbstractPointcutAdvisor {
 
 	private static final long serialVersionUID = 1L;
 
-	private final transient Pointcut pointcut = new AnnotationMatchingPointcut(null, Idempotent.class, true);
+	// web handler methods are intercepted by the web support, not as listeners
+	private final transient Pointcut pointcut = new ComposablePointcut(
+			new AnnotationMatchingPointcut(null, Idempotent.class, true))
+		.intersection(new StaticMethodMatcher() {
+
+			@Override
+			public boolean matches(Method method, Class<?> targetClass) {
+				return !IdempotentMethods.isWebHandler(AopUtils.getMostSpecificMethod(method, targetClass));
+			}
+
+		});
 
 	private final transient Advice advice;
 

@@ -17,6 +17,7 @@ import dev.idempotency.IdempotencyContext;
 import dev.idempotency.IdempotencyKeyInProgressException;
 import dev.idempotency.LeaseLostHandler;
 import dev.idempotency.LeaseLostHandler.LostLease;
+import dev.idempotency.internal.key.CurrentHandling;
 import dev.idempotency.internal.key.Fingerprints;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
@@ -112,6 +113,7 @@ public final class LeaseInvoker {
 		DeferredAcknowledgment acknowledgment = DeferredAcknowledgment.defer(invocation, method);
 		Object result;
 		Object previous = IdempotencyContext.bind(message.key(), token);
+		Object handling = CurrentHandling.bind(message.scope(), message.key());
 		try {
 			result = ListenerMethodRules.requireCompleted(invocation.proceed(), invocation.getMethod());
 		}
@@ -122,6 +124,7 @@ public final class LeaseInvoker {
 			throw this.completions.failed(method, metrics, message, token, options, ex);
 		}
 		finally {
+			CurrentHandling.restore(handling);
 			IdempotencyContext.restore(previous);
 		}
 		if (acknowledgment != null && acknowledgment.isNacked()) {

@@ -1,6 +1,7 @@
 package dev.idempotency.internal.consumer;
 
 import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.internal.key.CurrentHandling;
 import dev.idempotency.internal.store.JdbcClaimRows;
 import dev.idempotency.metrics.DecisionSource;
 import dev.idempotency.store.Claim;
@@ -107,7 +108,14 @@ final class TransactionalRecordClaim implements RecordClaim {
 
 	private @Nullable Object proceed(MethodInvocation invocation, RecordInvocation record,
 			@Nullable DeferredAcknowledgment acknowledgment, TransactionStatus status) {
-		Object returned = ListenerInvocations.proceed(invocation);
+		Object handling = CurrentHandling.bind(record.message().scope(), record.message().key());
+		Object returned;
+		try {
+			returned = ListenerInvocations.proceed(invocation);
+		}
+		finally {
+			CurrentHandling.restore(handling);
+		}
 		AbortedTransactionCheck.check(record.method());
 		this.kafkaTransactions.check(record.method());
 		if (acknowledgment != null && acknowledgment.isNacked()) {

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.outbox;
 
+import dev.idempotency.internal.key.CurrentHandling;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.outbox.OutboxEvent;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
@@ -27,6 +28,8 @@ public final class JdbcOutbox implements Outbox {
 
 	private final OutboxTraceContext traceContext;
 
+	private boolean derivedEventIds;
+
 	/**
 	 * Create an outbox.
 	 * @param repository the outbox table
@@ -52,6 +55,15 @@ public final class JdbcOutbox implements Outbox {
 		this.traceContext = traceContext;
 	}
 
+	/**
+	 * Set whether an event published while an idempotent handling runs on the thread gets
+	 * an id derived from the handled key ({@link CurrentHandling}), instead of a random one.
+	 * @param derivedEventIds whether to derive event ids
+	 */
+	public void setDerivedEventIds(boolean derivedEventIds) {
+		this.derivedEventIds = derivedEventIds;
+	}
+
 	@Override
 	public UUID publish(OutboxEvent event) {
 		if (!TransactionSynchronizationManager.isActualTransactionActive()) {
@@ -67,7 +79,10 @@ public final class JdbcOutbox implements Outbox {
 					+ "manager of another DataSource, or of Kafka?)");
 		}
 		byte[] payload = this.serializer.serialize(event.payload());
-		UUID eventId = UUID.randomUUID();
+		UUID eventId = this.derivedEventIds ? CurrentHandling.nextEventId(event.topic()) : null;
+		if (eventId == null) {
+			eventId = UUID.randomUUID();
+		}
 		this.repository.insert(eventId, withTraceContext(event), payload);
 		TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 			@Override

@@ -1,0 +1,167 @@
+package dev.idempotency.internal.web;
+
+import java.net.http.HttpResponse;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import dev.idempotency.Idempotent;
+import dev.idempotency.IdempotencyContext;
+import dev.idempotency.internal.key.CurrentHandling;
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.test.RecordingListener;
+import dev.idempotency.test.TestApplication;
+import dev.idempotency.test.TestApplications;
+import jakarta.servlet.http.HttpServletRequest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.http.ResponseEntity;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.messaging.handler.annotation.Header;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code @Idempotent(mode = LEASE)} Spring MVC handlers, whose effects are outside the
+ * database, on a real Tomcat, PostgreSQL and Kafka: a live lease answers 409, an expired
+ * one is taken over with a larger fencing token, and the events both runs publish carry
+ * the same keys, so that their consumer applies them once.
+ */
+class IdempotentLeaseHandlerIntegrationTests {
+
+	static final String TOPIC = "web-charges";
+
+	@RegisterExtension
+	static final TestApplication app = TestApplication.with(Charges.class, ChargeEvents.class)
+		.web()
+		.topics(TOPIC)
+		.properties(TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "test.effects-table=web_lease_effects",
+				"idempotency.outbox.table=web_lease_outbox", "idempotency.flyway.table=web_lease_schema_history");
+
+	@Test
+	void answers409WhileTheLeaseIsLiveThenReplays() throws Exception {
+		String key = UUID.randomUUID().toString();
+		Charges.hold = new CountDownLatch(1);
+		Charges.entered = new CountDownLatch(1);
+		CompletableFuture<HttpResponse<String>> first = CompletableFuture
+			.supplyAsync(() -> post("/held", key, "{\"amount\": 5}"));
+		assertThat(Charges.entered.await(10, TimeUnit.SECONDS)).isTrue();
+		HttpResponse<String> concurrent = post("/held", key, "{\"amount\": 5}");
+		assertThat(concurrent.statusCode()).isEqualTo(409);
+		assertThat(concurrent.body()).contains("\"code\":\"idempotency-key-in-progress\"");
+		HttpResponse<String> other = post("/held", key, "{\"amount\": 6}");
+		assertThat(other.statusCode()).isEqualTo(422);
+		Charges.hold.countDown();
+		HttpResponse<String> done = first.get(10, TimeUnit.SECONDS);
+		assertThat(done.statusCode()).isEqualTo(201);
+		HttpResponse<String> replay = post("/held", key, "{\"amount\": 5}");
+		assertThat(replay.statusCode()).isEqualTo(201);
+		assertThat(replay.body()).isEqualTo(done.body());
+		assertThat(replay.headers().firstValue(StoredResponse.REPLAYED)).hasValue("true");
+	}
+
+	@Test
+	void takesAnExpiredLeaseOverAndItsEventsAreAppliedOnce() throws Exception {
+		String key = UUID.randomUUID().toString();
+		Charges.tokens.clear();
+		Charges.hold = new CountDownLatch(1);
+		Charges.entered = new CountDownLatch(1);
+		Charges.holdFirst = true;
+		CompletableFuture<HttpResponse<String>> stalled = CompletableFuture
+			.supplyAsync(() -> post("/charges", key, "{\"amount\": 5}"));
+		assertThat(Charges.entered.await(10, TimeUnit.SECONDS)).isTrue();
+		Thread.sleep(1500);
+		// the lease of the stalled request ran out: a retry takes the key over
+		HttpResponse<String> retry = post("/charges", key, "{\"amount\": 5}");
+		assertThat(retry.statusCode()).isEqualTo(201);
+		Charges.hold.countDown();
+		assertThat(stalled.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(201);
+		assertThat(Charges.tokens).hasSize(2);
+		assertThat(Charges.tokens.get(1)).isGreaterThan(Charges.tokens.get(0));
+		// both runs published the same two events, with the same ids: applied once each
+		app.awaitCommitted(TOPIC, TOPIC);
+		app.awaitCommitted(TOPIC + "-applied", TOPIC);
+		assertThat(ChargeEvents.received.stream().filter((value) -> value.startsWith(key))).hasSize(4);
+		String scope = "http POST /charges";
+		assertThat(ChargeEvents.ids).contains(CurrentHandling.eventId(scope, key, TOPIC, 0),
+				CurrentHandling.eventId(scope, key, TOPIC, 1));
+		assertThat(app.jdbc().queryForList("SELECT message_key FROM web_lease_effects WHERE message_key LIKE ?",
+				String.class, key + "%")).containsExactlyInAnyOrder(key + " 1", key + " 2");
+	}
+
+	static HttpResponse<String> post(String path, String key, String body) {
+		return TestHttp.post(app.uri(path), key, body);
+	}
+
+	@RestController
+	static class Charges {
+
+		static final List<Long> tokens = new CopyOnWriteArrayList<>();
+
+		static volatile CountDownLatch hold = new CountDownLatch(0);
+
+		static volatile CountDownLatch entered = new CountDownLatch(0);
+
+		static volatile boolean holdFirst;
+
+		@Autowired
+		Outbox outbox;
+
+		@Autowired
+		TransactionTemplate transactions;
+
+		@PostMapping("/held")
+		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "30s")
+		ResponseEntity<String> held() throws InterruptedException {
+			entered.countDown();
+			hold.await(10, TimeUnit.SECONDS);
+			return ResponseEntity.status(201).body("held " + UUID.randomUUID());
+		}
+
+		@PostMapping("/charges")
+		@Idempotent(mode = Idempotent.Mode.LEASE, lease = "1s")
+		ResponseEntity<String> charge(HttpServletRequest request) throws InterruptedException {
+			String key = request.getHeader("Idempotency-Key");
+			tokens.add(IdempotencyContext.fencingToken());
+			this.transactions.executeWithoutResult((status) -> {
+				this.outbox.publish(TOPIC, key, key + " 1");
+				this.outbox.publish(TOPIC, key, key + " 2");
+			});
+			if (holdFirst) {
+				holdFirst = false;
+				entered.countDown();
+				hold.await(10, TimeUnit.SECONDS);
+			}
+			return ResponseEntity.status(201).body("charged " + IdempotencyContext.fencingToken());
+		}
+
+	}
+
+	static class ChargeEvents extends RecordingListener {
+
+		static final List<UUID> ids = new CopyOnWriteArrayList<>();
+
+		static final List<String> received = new CopyOnWriteArrayList<>();
+
+		@KafkaListener(id = TOPIC, topics = TOPIC, groupId = TOPIC)
+		void receive(String value, @Header(TestApplication.KEY_HEADER) String eventId) {
+			received.add(value);
+			ids.add(UUID.fromString(eventId));
+		}
+
+		@KafkaListener(id = TOPIC + "-applied", topics = TOPIC, groupId = TOPIC + "-applied")
+		@Idempotent
+		void apply(String value) {
+			effects().add("charges", value);
+		}
+
+	}
+
+}
