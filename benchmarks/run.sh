@@ -4,6 +4,8 @@
 # Scenarios: A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
 # same with idempotency.outbox.claim-ahead=true).
+# HTTP (not in the default set): an @Idempotent POST handler against the same handler without it, with a
+# concurrent client (BENCH_HTTP_CONCURRENCY, 8): new keys and all replays; BENCH_HTTP_REQUESTS (5,000) per phase.
 # G, G_NEW and G_DUP (not in the default set) are a new consumer group on an emptied processed_messages table:
 # 3 partitions, random UUID keys, no ANALYZE while the table grows; 50,000 messages each (BENCH_GROWING_MESSAGES).
 # BENCH_BEFORE=<git revision> also runs every scenario on the starter as it was at that revision, interleaved
@@ -64,7 +66,10 @@ for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
     case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; G|G_NEW|G_DUP) messages=${BENCH_GROWING_MESSAGES:-50000} ;;
       *) messages=$record_messages ;; esac
-    if [ "$scenario" = OUTBOX ] || [ "$scenario" = OUTBOX_AHEAD ]; then
+    if [ "$scenario" = HTTP ]; then
+      main=dev.idempotency.benchmarks.HttpBenchmark
+      arguments=("$work/infrastructure.properties" "${BENCH_HTTP_REQUESTS:-5000}" "$round")
+    elif [ "$scenario" = OUTBOX ] || [ "$scenario" = OUTBOX_AHEAD ]; then
       main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages" "$scenario")
     else
       main=dev.idempotency.benchmarks.BenchmarkScenario; arguments=("$scenario" "$work/infrastructure.properties" "$messages")

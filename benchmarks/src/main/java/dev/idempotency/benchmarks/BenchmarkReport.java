@@ -22,6 +22,7 @@ public final class BenchmarkReport {
 	public static void main(String[] args) throws Exception {
 		Map<Scenario, List<Map<String, String>>> results = new EnumMap<>(Scenario.class);
 		Map<String, List<Map<String, String>>> outbox = new TreeMap<>();
+		List<Map<String, String>> http = new ArrayList<>();
 		for (String line : Files.readAllLines(Path.of(args[0]))) {
 			if (!line.startsWith("RESULT ")) {
 				continue;
@@ -31,12 +32,18 @@ public final class BenchmarkReport {
 				String[] pair = field.split("=", 2);
 				fields.put(pair[0], pair[1]);
 			}
-			if (fields.get("scenario").startsWith("OUTBOX")) {
+			if (fields.get("scenario").equals("HTTP")) {
+				http.add(fields);
+			}
+			else if (fields.get("scenario").startsWith("OUTBOX")) {
 				outbox.computeIfAbsent(fields.get("scenario"), (name) -> new ArrayList<>()).add(fields);
 			}
 			else {
 				results.computeIfAbsent(Scenario.valueOf(fields.get("scenario")), (s) -> new ArrayList<>()).add(fields);
 			}
+		}
+		if (!http.isEmpty()) {
+			http(http);
 		}
 		Map<Scenario, Double> steady = new EnumMap<>(Scenario.class);
 		results.forEach((scenario, runs) -> steady.put(scenario, median(runs, "steady")));
@@ -92,6 +99,28 @@ public final class BenchmarkReport {
 				baseline ? median(outbox, "twoRelays") : Double.NaN,
 				baseline ? medianOfRatios(outbox, "twoRelays", "throughput") : Double.NaN, violations(outbox),
 				median(outbox, "latencyP50ms"), median(outbox, "latencyP99ms"));
+	}
+
+	private static void http(List<Map<String, String>> runs) {
+		System.out.println();
+		System.out.printf("HTTP, %s requests per phase, %s concurrent, %d rounds (medians):%n",
+				runs.get(0).get("requests"), runs.get(0).get("concurrency"), runs.size());
+		System.out.println("| handler | requests/s | × plain | p50 / p99 (ms) |");
+		System.out.println("| --- | ---: | ---: | --- |");
+		System.out.printf("| plain (no @Idempotent) | %.0f | baseline | %.2f / %.2f |%n", median(runs, "plain"),
+				median(runs, "plainP50ms"), median(runs, "plainP99ms"));
+		System.out.printf("| @Idempotent, new keys | %.0f | %.2f | %.2f / %.2f |%n", median(runs, "new"),
+				median(runs, "newRatio"), median(runs, "newP50ms"), median(runs, "newP99ms"));
+		System.out.printf("| @Idempotent, all replays | %.0f | %.2f | %.2f / %.2f |%n", median(runs, "replay"),
+				median(runs, "replayRatio"), median(runs, "replayP50ms"), median(runs, "replayP99ms"));
+		double created = median(runs, "newRatio");
+		double replay = median(runs, "replayRatio");
+		boolean once = runs.stream().allMatch((run) -> run.get("paymentsOfNewKeys").equals(run.get("requests")));
+		System.out.printf("  new >= 0.8 x plain: %.2f  %s%n", created,
+				(created >= 0.8) ? "met" : String.format("MISSED by %.0f%%", (1 - created / 0.8) * 100));
+		System.out.printf("  replays >= 3 x plain: %.2f  %s%n", replay,
+				(replay >= 3) ? "met" : String.format("MISSED by %.0f%%", (1 - replay / 3) * 100));
+		System.out.println("  one payment per key after the replays: " + (once ? "yes" : "NO"));
 	}
 
 	private static void outboxTargets(String name, List<Map<String, String>> outbox) {

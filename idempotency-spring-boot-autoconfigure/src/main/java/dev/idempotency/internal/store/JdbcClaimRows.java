@@ -20,6 +20,11 @@ public final class JdbcClaimRows {
 			SELECT fingerprint, result::text FROM %s WHERE consumer_group = ? AND idempotency_key = ?
 			""";
 
+	private static final String COMPLETED = """
+			SELECT fingerprint, result::text FROM %s WHERE consumer_group = ? AND idempotency_key = ?
+			AND result IS NOT NULL AND (status IS NULL OR status = 'COMPLETED')
+			""";
+
 	private static final String STORE_RESULT = """
 			UPDATE %s SET result = CAST(? AS jsonb) WHERE consumer_group = ? AND idempotency_key = ?
 			""";
@@ -32,11 +37,14 @@ public final class JdbcClaimRows {
 
 	private final String storeResultSql;
 
+	private final String completedSql;
+
 	JdbcClaimRows(JdbcProcessedMessageStore store, JdbcTemplate jdbcTemplate, TableName table) {
 		this.store = store;
 		this.jdbcTemplate = jdbcTemplate;
 		this.readSql = READ.formatted(table.qualified());
 		this.storeResultSql = STORE_RESULT.formatted(table.qualified());
+		this.completedSql = COMPLETED.formatted(table.qualified());
 	}
 
 	/**
@@ -58,6 +66,19 @@ public final class JdbcClaimRows {
 	public @Nullable Row read(ProcessedMessage message) {
 		this.store.requireTransaction();
 		List<Row> rows = this.jdbcTemplate.query(this.readSql,
+				(row, rowNum) -> new Row(row.getString(1), row.getString(2)), message.scope(), message.key());
+		return rows.isEmpty() ? null : rows.get(0);
+	}
+
+	/**
+	 * Read the fingerprint and the stored result of a key whose claim committed with a
+	 * result, in either mode, outside any transaction: such a row no longer changes, so a
+	 * retry can be answered from it without a claim.
+	 * @param message the message whose key to read
+	 * @return the row, or {@code null} if the key has no committed result
+	 */
+	public @Nullable Row readCompleted(ProcessedMessage message) {
+		List<Row> rows = this.jdbcTemplate.query(this.completedSql,
 				(row, rowNum) -> new Row(row.getString(1), row.getString(2)), message.scope(), message.key());
 		return rows.isEmpty() ? null : rows.get(0);
 	}

@@ -132,7 +132,12 @@ public final class IdempotentRequestFilter extends OncePerRequestFilter implemen
 				TOPIC, -1, -1);
 		IdempotentRequest idempotent = new IdempotentRequest(plan, buffered, response, chain, message,
 				buffered.fingerprint(this.settings.fingerprintHeaders()), metrics);
-		if (plan.mode() == Idempotent.Mode.LEASE) {
+		// a retry of a request that completed is answered from its row, without a claim
+		JdbcClaimRows.Row completed = exchanges.rows.readCompleted(message);
+		if (completed != null) {
+			Replays.answer(exchanges.json, exchanges.problems, idempotent, completed.fingerprint(), completed.result());
+		}
+		else if (plan.mode() == Idempotent.Mode.LEASE) {
 			exchanges.lease.handle(idempotent);
 		}
 		else {
@@ -175,7 +180,13 @@ public final class IdempotentRequestFilter extends OncePerRequestFilter implemen
 
 		private final IdempotencyMetrics metrics;
 
+		private final JdbcClaimRows rows;
+
+		private final StoredResultCodec json;
+
 		Exchanges(Claims claims, WebSettings settings) {
+			this.rows = claims.rows();
+			this.json = claims.json();
 			this.problems = new Problems(claims.json());
 			this.transactional = new TransactionalExchange(claims.rows(), claims.transactions(), claims.json(),
 					settings, this.problems);
