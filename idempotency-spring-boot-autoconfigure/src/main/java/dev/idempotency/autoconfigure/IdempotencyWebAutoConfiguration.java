@@ -4,6 +4,7 @@ import java.util.List;
 
 import dev.idempotency.StoredResultCodec;
 import dev.idempotency.internal.store.JdbcProcessedMessageStore;
+import dev.idempotency.internal.web.HandlerExceptions;
 import dev.idempotency.internal.web.IdempotentHandlers;
 import dev.idempotency.internal.web.IdempotentRequestFilter;
 import dev.idempotency.internal.web.WebSettings;
@@ -19,9 +20,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProp
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.env.Environment;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -46,12 +45,8 @@ import org.springframework.web.servlet.mvc.method.annotation.RequestMappingHandl
 public final class IdempotencyWebAutoConfiguration {
 
 	@Bean
-	static IdempotentHandlers idempotentHandlers(Environment environment) {
-		// a post-processor: bound from the environment, before the properties beans exist
-		Binder binder = Binder.get(environment);
-		IdempotencyWebProperties web = binder.bindOrCreate("idempotency.web", IdempotencyWebProperties.class);
-		IdempotencyProperties.Lease lease = binder.bindOrCreate("idempotency.lease", IdempotencyProperties.Lease.class);
-		return new IdempotentHandlers(settings(web, lease));
+	IdempotentHandlers idempotentHandlers(IdempotencyWebProperties web, IdempotencyProperties properties) {
+		return new IdempotentHandlers(settings(web, properties.lease()));
 	}
 
 	@Bean
@@ -68,10 +63,18 @@ public final class IdempotencyWebAutoConfiguration {
 	}
 
 	@Bean
-	SmartInitializingSingleton idempotentHandlersCheck(IdempotentHandlers handlers, IdempotentRequestFilter filter) {
-		// a store, codec or transaction manager that cannot serve the handlers stops the
-		// application now, not on the first request
+	HandlerExceptions idempotentHandlerExceptions() {
+		return new HandlerExceptions();
+	}
+
+	@Bean
+	SmartInitializingSingleton idempotentHandlersCheck(IdempotentHandlers handlers, IdempotentRequestFilter filter,
+			ObjectProvider<RequestMappingHandlerMapping> mappings) {
+		// once every bean is defined: the handlers of lazy controllers too; a handler, store,
+		// codec or transaction manager that cannot serve them stops the application now, not
+		// on the first request
 		return () -> {
+			mappings.orderedStream().forEach(handlers::register);
 			if (handlers.any()) {
 				filter.prepare();
 			}

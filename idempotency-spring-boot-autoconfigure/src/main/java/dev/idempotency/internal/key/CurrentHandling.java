@@ -61,6 +61,21 @@ public final class CurrentHandling {
 	}
 
 	/**
+	 * Return what gives the positions taken from now on back to the current handling, for
+	 * a transaction that rolls back the events it published: the next attempt publishes
+	 * them at the same positions, with the same ids.
+	 * @return the rewind, or {@code null} when no handling is bound
+	 */
+	public static @Nullable Runnable rewind() {
+		Handling handling = CURRENT.get();
+		if (handling == null) {
+			return null;
+		}
+		long position = handling.published;
+		return () -> handling.published = Math.min(handling.published, position);
+	}
+
+	/**
 	 * Return the id of the event published at a position of a handling.
 	 * @param scope the scope of the handled key
 	 * @param key the handled key

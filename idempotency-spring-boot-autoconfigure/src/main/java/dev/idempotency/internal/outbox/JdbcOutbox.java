@@ -79,7 +79,8 @@ public final class JdbcOutbox implements Outbox {
 					+ "manager of another DataSource, or of Kafka?)");
 		}
 		byte[] payload = this.serializer.serialize(event.payload());
-		UUID eventId = this.derivedEventIds ? CurrentHandling.nextEventId(event.topic()) : null;
+		Runnable rewind = this.derivedEventIds ? CurrentHandling.rewind() : null;
+		UUID eventId = (rewind != null) ? CurrentHandling.nextEventId(event.topic()) : null;
 		if (eventId == null) {
 			eventId = UUID.randomUUID();
 		}
@@ -88,6 +89,14 @@ public final class JdbcOutbox implements Outbox {
 			@Override
 			public void afterCommit() {
 				JdbcOutbox.this.wakeUp.run();
+			}
+
+			@Override
+			public void afterCompletion(int status) {
+				if (status == STATUS_ROLLED_BACK && rewind != null) {
+					// the handling's next attempt publishes this event at the same position
+					rewind.run();
+				}
 			}
 		});
 		return eventId;

@@ -5,6 +5,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -16,15 +17,19 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletInputStream;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.Part;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.MediaType;
 
 /**
  * A request whose body was read before its handler runs, so that it can be fingerprinted;
- * the handler reads the same bytes. A form ({@code application/x-www-form-urlencoded}) is
- * left to the container to parse and fingerprinted by its parameters.
+ * the handler reads the same bytes. A form ({@code application/x-www-form-urlencoded} or
+ * {@code multipart/*}) is left to the container to parse and fingerprinted by its
+ * parameters and parts.
  */
 final class BufferedRequest extends HttpServletRequestWrapper {
 
@@ -48,8 +53,10 @@ final class BufferedRequest extends HttpServletRequestWrapper {
 	 */
 	static BufferedRequest read(HttpServletRequest request, long maxSize) throws IOException {
 		String contentType = request.getContentType();
-		if (contentType != null && contentType.regionMatches(true, 0, MediaType.APPLICATION_FORM_URLENCODED_VALUE, 0,
-				MediaType.APPLICATION_FORM_URLENCODED_VALUE.length())) {
+		if (contentType != null && (contentType.regionMatches(true, 0, MediaType.APPLICATION_FORM_URLENCODED_VALUE, 0,
+				MediaType.APPLICATION_FORM_URLENCODED_VALUE.length())
+				|| contentType.regionMatches(true, 0, "multipart/", 0, 10))) {
+			// the container parses these bodies for the handler: fingerprint what it parsed
 			return new BufferedRequest(request, new byte[0], true);
 		}
 		long declared = request.getContentLengthLong();
@@ -80,31 +87,67 @@ final class BufferedRequest extends HttpServletRequestWrapper {
 		}
 		update(digest, getMethod());
 		update(digest, getRequestURI());
-		update(digest, String.valueOf(getQueryString()));
+		update(digest, getQueryString());
 		for (String name : headers) {
 			update(digest, name);
-			for (String value : Collections.list(getHeaders(name))) {
+			List<String> values = Collections.list(getHeaders(name));
+			update(digest, values.size());
+			for (String value : values) {
 				update(digest, value);
 			}
 		}
 		if (this.form) {
-			for (Map.Entry<String, String[]> parameter : new TreeMap<>(getParameterMap()).entrySet()) {
+			Map<String, String[]> parameters = new TreeMap<>(getParameterMap());
+			update(digest, parameters.size());
+			for (Map.Entry<String, String[]> parameter : parameters.entrySet()) {
 				update(digest, parameter.getKey());
+				update(digest, parameter.getValue().length);
 				for (String value : parameter.getValue()) {
 					update(digest, value);
 				}
 			}
 		}
 		else {
-			digest.update(this.body);
+			update(digest, this.body);
+		}
+		if (this.form && getContentType() != null && getContentType().regionMatches(true, 0, "multipart/", 0, 10)) {
+			updateParts(digest);
 		}
 		return HexFormat.of().formatHex(digest.digest());
 	}
 
-	private static void update(MessageDigest digest, String part) {
-		digest.update(part.getBytes(StandardCharsets.UTF_8));
-		// a byte no UTF-8 text contains: parts cannot run into each other
-		digest.update((byte) 0xFF);
+	private void updateParts(MessageDigest digest) {
+		try {
+			for (Part part : getParts()) {
+				update(digest, part.getName());
+				update(digest, part.getSubmittedFileName());
+				try (InputStream content = part.getInputStream()) {
+					update(digest, content.readAllBytes());
+				}
+			}
+		}
+		catch (IOException | ServletException | IllegalStateException ex) {
+			throw new IllegalStateException("The parts of a multipart request to an idempotent handler could not be "
+					+ "read to fingerprint it (is multipart handling enabled?)", ex);
+		}
+	}
+
+	// every part with its length first, so that no two sequences of parts digest alike
+	private static void update(MessageDigest digest, @Nullable String part) {
+		if (part == null) {
+			update(digest, -1);
+			return;
+		}
+		update(digest, part.getBytes(StandardCharsets.UTF_8));
+	}
+
+	private static void update(MessageDigest digest, byte[] part) {
+		update(digest, part.length);
+		digest.update(part);
+	}
+
+	private static void update(MessageDigest digest, int number) {
+		digest.update(ByteBuffer.allocate(4).putInt(number).array());
 	}
 
 	@Override

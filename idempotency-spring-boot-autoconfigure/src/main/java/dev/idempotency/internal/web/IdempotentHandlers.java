@@ -8,23 +8,19 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import dev.idempotency.Idempotent;
 import org.jspecify.annotations.Nullable;
-import org.springframework.aop.support.AopUtils;
-import org.springframework.beans.factory.BeanInitializationException;
-import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.core.BridgeMethodResolver;
-import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.util.ClassUtils;
-import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestMethod;
+import org.springframework.web.servlet.mvc.method.RequestMappingInfoHandlerMapping;
 
 /**
- * The {@code @Idempotent} handler methods of the application: checked as their beans are
- * created (a handler whose response cannot be stored stops the application with a message
- * that names it), and planned once each.
+ * The {@code @Idempotent} handler methods of the application: found in the handler
+ * mappings once the application's beans are created, checked (a handler whose response
+ * cannot be stored stops the application with a message that names it), and planned once
+ * each.
  */
-public final class IdempotentHandlers implements BeanPostProcessor {
+public final class IdempotentHandlers {
 
 	private final WebSettings settings;
 
@@ -45,42 +41,36 @@ public final class IdempotentHandlers implements BeanPostProcessor {
 	}
 
 	/**
-	 * Return whether a method is a Spring MVC handler method.
-	 * @param method the method
-	 * @return whether it carries {@code @RequestMapping} or one of its variants
+	 * Find and check the idempotent handler methods of a handler mapping, including those
+	 * of controllers that are created lazily.
+	 * @param mapping the handler mapping of annotated controllers
+	 * @throws IllegalStateException with a message that names the handler, if one cannot
+	 * be an idempotent handler
 	 */
-	public static boolean isHandler(Method method) {
-		return AnnotatedElementUtils.hasAnnotation(method, RequestMapping.class);
-	}
-
-	@Override
-	public Object postProcessAfterInitialization(Object bean, String beanName) {
-		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (!AnnotationUtils.isCandidateClass(targetClass, Idempotent.class)) {
-			return bean;
-		}
-		Map<Method, Idempotent> methods = MethodIntrospector.selectMethods(targetClass,
-				(MethodIntrospector.MetadataLookup<Idempotent>) (method) -> isHandler(method)
-						? AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class) : null);
-		methods.forEach((method, idempotent) -> {
+	public void register(RequestMappingInfoHandlerMapping mapping) {
+		mapping.getHandlerMethods().forEach((info, handler) -> {
+			EndpointPlan plan;
 			try {
-				plan(method);
+				plan = plan(handler.getMethod());
 			}
 			catch (IllegalStateException ex) {
-				throw new BeanInitializationException("Invalid @Idempotent method on bean '" + beanName + "': "
+				throw new IllegalStateException("Invalid @Idempotent method on bean '" + handler.getBean() + "': "
 						+ ex.getMessage(), ex);
 			}
-			RequestMapping mapping = AnnotatedElementUtils.findMergedAnnotation(method, RequestMapping.class);
-			if (mapping == null || mapping.method().length == 0) {
+			if (plan == null) {
+				return;
+			}
+			Set<RequestMethod> methods = info.getMethodsCondition().getMethods();
+			if (methods.isEmpty()) {
 				this.anyMethod = true;
 			}
-			else {
-				for (RequestMethod requestMethod : mapping.method()) {
-					this.httpMethods.add(requestMethod.name());
+			for (RequestMethod method : methods) {
+				this.httpMethods.add(method.name());
+				if (method == RequestMethod.GET) {
+					this.httpMethods.add(RequestMethod.HEAD.name());
 				}
 			}
 		});
-		return bean;
 	}
 
 	/**

@@ -1,6 +1,7 @@
 package dev.idempotency.internal.web;
 
 import java.io.IOException;
+import java.util.concurrent.Callable;
 
 import dev.idempotency.internal.key.CurrentHandling;
 import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
@@ -9,7 +10,14 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletResponse;
 import org.jspecify.annotations.Nullable;
+import org.springframework.web.context.request.NativeWebRequest;
+import org.springframework.web.context.request.async.CallableProcessingInterceptor;
+import org.springframework.web.context.request.async.DeferredResult;
+import org.springframework.web.context.request.async.DeferredResultProcessingInterceptor;
+import org.springframework.web.context.request.async.WebAsyncManager;
+import org.springframework.web.context.request.async.WebAsyncUtils;
 import org.springframework.web.servlet.DispatcherServlet;
+import org.springframework.web.util.WebUtils;
 
 /**
  * A request to an idempotent handler, with its key claimed as a message of the store.
@@ -31,6 +39,7 @@ record IdempotentRequest(EndpointPlan plan, BufferedRequest request, HttpServlet
 	 * @throws HandlerFailure if the handler (or a filter after this one) failed
 	 */
 	void proceed(BufferedResponse buffered) {
+		refuseAsyncProcessing();
 		Object handling = CurrentHandling.bind(this.message.scope(), this.message.key());
 		try {
 			this.chain.doFilter(this.request, buffered);
@@ -44,6 +53,41 @@ record IdempotentRequest(EndpointPlan plan, BufferedRequest request, HttpServlet
 		if (this.request.isAsyncStarted()) {
 			throw new HandlerFailure(new IllegalStateException("@Idempotent handler " + this.plan.name()
 					+ " started asynchronous processing: its response cannot be stored with its claim"));
+		}
+	}
+
+	// a handler whose return type did not show it (Object, ResponseEntity<?>) may still go
+	// asynchronous: refuse before its work is handed to another thread
+	private void refuseAsyncProcessing() {
+		WebAsyncManager async = WebAsyncUtils.getAsyncManager(this.request);
+		String message = "@Idempotent handler " + this.plan.name() + " returned an asynchronous result: its response "
+				+ "cannot be stored with its claim. Return the response itself";
+		async.registerCallableInterceptor(IdempotentRequest.class.getName(), new CallableProcessingInterceptor() {
+
+			@Override
+			public <T> void beforeConcurrentHandling(NativeWebRequest request, Callable<T> task) {
+				throw new IllegalStateException(message);
+			}
+
+		});
+		async.registerDeferredResultInterceptor(IdempotentRequest.class.getName(),
+				new DeferredResultProcessingInterceptor() {
+
+					@Override
+					public <T> void beforeConcurrentHandling(NativeWebRequest request, DeferredResult<T> result) {
+						throw new IllegalStateException(message);
+					}
+
+				});
+	}
+
+	/**
+	 * Drop what the handler set on the response (status, headers such as {@code Location}
+	 * or {@code Set-Cookie}), before a failure goes to the container's error handling.
+	 */
+	void discardResponse() {
+		if (!this.response.isCommitted()) {
+			this.response.reset();
 		}
 	}
 
@@ -61,8 +105,11 @@ record IdempotentRequest(EndpointPlan plan, BufferedRequest request, HttpServlet
 		if (status >= 500) {
 			return "its status is " + status;
 		}
-		if (status >= 400 && this.request.getAttribute(DispatcherServlet.EXCEPTION_ATTRIBUTE) != null) {
-			return "the handler threw an exception (" + status + ")";
+		Exception thrown = HandlerExceptions.of(this.request);
+		if (thrown != null || this.request.getAttribute(DispatcherServlet.EXCEPTION_ATTRIBUTE) != null
+				|| this.request.getAttribute(WebUtils.ERROR_EXCEPTION_ATTRIBUTE) != null) {
+			return "the handler threw " + ((thrown != null) ? thrown.getClass().getSimpleName() : "an exception")
+					+ " (answered with " + status + ")";
 		}
 		if (status >= 400 && !storeClientErrors) {
 			return "its status is " + status + " and idempotency.web.store-client-errors is false";

@@ -190,7 +190,7 @@ public final class IdempotentRequestFilter extends OncePerRequestFilter implemen
 			this.problems = new Problems(claims.json());
 			this.transactional = new TransactionalExchange(claims.rows(), claims.transactions(), claims.json(),
 					settings, this.problems);
-			this.lease = new LeaseExchange(claims.leases(), claims.json(), settings, this.problems);
+			this.lease = new LeaseExchange(claims.leases(), claims.rows(), claims.json(), settings, this.problems);
 			this.metrics = claims.metrics();
 		}
 

@@ -5,6 +5,7 @@ import java.io.IOException;
 import dev.idempotency.IdempotencyContext;
 import dev.idempotency.IdempotencyKeyInProgressException;
 import dev.idempotency.StoredResultCodec;
+import dev.idempotency.internal.store.JdbcClaimRows;
 import dev.idempotency.internal.web.IdempotentRequest.HandlerFailure;
 import dev.idempotency.internal.web.Problems.Problem;
 import dev.idempotency.metrics.DecisionSource;
@@ -31,14 +32,18 @@ final class LeaseExchange {
 
 	private final LeaseStore leases;
 
+	private final JdbcClaimRows rows;
+
 	private final StoredResultCodec json;
 
 	private final WebSettings settings;
 
 	private final Problems problems;
 
-	LeaseExchange(LeaseStore leases, StoredResultCodec json, WebSettings settings, Problems problems) {
+	LeaseExchange(LeaseStore leases, JdbcClaimRows rows, StoredResultCodec json, WebSettings settings,
+			Problems problems) {
 		this.leases = leases;
+		this.rows = rows;
 		this.json = json;
 		this.settings = settings;
 		this.problems = problems;
@@ -86,6 +91,7 @@ final class LeaseExchange {
 			catch (RuntimeException releaseFailure) {
 				failure.getCause().addSuppressed(releaseFailure);
 			}
+			request.discardResponse();
 			throw failure.rethrow();
 		}
 		finally {
@@ -95,7 +101,13 @@ final class LeaseExchange {
 		if (notStored != null) {
 			request.metrics().message(Outcome.FAILED, DecisionSource.NONE);
 			this.leases.release(request.message(), token);
-			response.copyBodyToResponse();
+			if (response.getStatus() < 400) {
+				// a success whose key was released must not reach the client
+				this.problems.write(request.request(), request.response(), Problem.RESPONSE_NOT_STORED,
+						"The request failed and its key was released, so that it may be retried: " + notStored);
+				return;
+			}
+			response.release();
 			return;
 		}
 		if (response.getContentSize() > this.settings.maxResponseSize()) {
@@ -111,11 +123,16 @@ final class LeaseExchange {
 		if (!this.leases.complete(request.message(), token, this.json.write(stored))) {
 			request.metrics().leaseLost();
 			logger.warn("The lease of a request to " + request.plan().name() + " (fencing token " + token
-					+ ") expired while its handler ran and another request took the key over; raise the lease above "
-					+ "the handler's longest run");
+					+ ") expired while its handler ran and another request took the key over; its response is not "
+					+ "sent. Raise the lease above the handler's longest run");
+			// one key, one answer: the one the key's owner stored, if it stored one yet
+			JdbcClaimRows.Row completed = this.rows.readCompleted(request.message());
+			Replays.answer(this.json, this.problems, request, (completed != null) ? completed.fingerprint() : null,
+					(completed != null) ? completed.result() : null);
+			return;
 		}
 		request.metrics().message(Outcome.PROCESSED, DecisionSource.NONE);
-		response.copyBodyToResponse();
+		response.release();
 	}
 
 }

@@ -82,7 +82,8 @@ final class RequestKeys {
 				i++;
 			}
 			else if (c == '"') {
-				if (i != value.length() - 1) {
+				// an item may carry parameters (";name=value"), which do not change the key
+				if (i != value.length() - 1 && value.charAt(i + 1) != ';') {
 					throw malformed(name, "text after its closing quote");
 				}
 				return key.toString();

@@ -56,6 +56,7 @@ final class TransactionalExchange {
 		}
 		catch (HandlerFailure failure) {
 			request.metrics().message(Outcome.FAILED, DecisionSource.NONE);
+			request.discardResponse();
 			throw failure.rethrow();
 		}
 		catch (IdempotencyKeyInProgressException | PessimisticLockingFailureException ex) {
@@ -63,6 +64,11 @@ final class TransactionalExchange {
 			this.problems.write(request.request(), request.response(), Problem.IN_PROGRESS,
 					"A request with this idempotency key is being processed; retry later");
 			return;
+		}
+		catch (RuntimeException | Error ex) {
+			// the commit failed (or the claim): nothing of the handler's response goes out
+			request.discardResponse();
+			throw ex;
 		}
 		if (decision == null) {
 			throw new IllegalStateException("No decision for " + request.plan().name());
@@ -114,7 +120,7 @@ final class TransactionalExchange {
 		public void answer(TransactionalExchange exchange, IdempotentRequest request, BufferedResponse response)
 				throws IOException {
 			request.metrics().message(Outcome.PROCESSED, DecisionSource.NONE);
-			response.copyBodyToResponse();
+			response.release();
 		}
 
 	}
@@ -139,7 +145,7 @@ final class TransactionalExchange {
 								+ this.reason);
 				return;
 			}
-			response.copyBodyToResponse();
+			response.release();
 		}
 
 	}

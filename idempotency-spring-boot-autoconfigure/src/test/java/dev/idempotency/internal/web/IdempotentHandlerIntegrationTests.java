@@ -25,13 +25,19 @@ import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.core.Ordered;
 import org.springframework.http.ResponseEntity;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.interceptor.TransactionAspectSupport;
+import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.util.ContentCachingResponseWrapper;
+import org.springframework.web.util.WebUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -45,7 +51,7 @@ class IdempotentHandlerIntegrationTests {
 	static final String KEY = TestHttp.KEY;
 
 	@RegisterExtension
-	static final TestApplication app = TestApplication.with(Payments.class, Principals.class)
+	static final TestApplication app = TestApplication.with(Payments.class, Principals.class, CopyingFilter.class)
 		.web()
 		.properties(TestApplications.WITHOUT_JPA, "test.effects-table=web_effects",
 				"idempotency.web.max-request-size=4KB", "idempotency.web.max-response-size=8KB",
@@ -195,6 +201,35 @@ class IdempotentHandlerIntegrationTests {
 	}
 
 	@Test
+	void rollsBackWorkWhoseExceptionWasAnsweredWithASuccess() throws Exception {
+		String key = UUID.randomUUID().toString();
+		assertProblem(post("/handled", key, "{}"), 500, "idempotent-response-not-stored");
+		assertThat(effects(key)).isZero();
+		assertThat(claims(key)).isZero();
+	}
+
+	@Test
+	void answersARolledBackRedirectWithAProblemDetail() throws Exception {
+		String key = UUID.randomUUID().toString();
+		assertProblem(post("/redirect-rolled-back", key, "{}"), 500, "idempotent-response-not-stored");
+		assertThat(effects(key)).isZero();
+		assertThat(claims(key)).isZero();
+	}
+
+	@Test
+	void storesARedirect() throws Exception {
+		String key = UUID.randomUUID().toString();
+		HttpResponse<String> first = post("/redirect", key, "{}");
+		HttpResponse<String> second = post("/redirect", key, "{}");
+		assertThat(first.statusCode()).isEqualTo(303);
+		assertThat(second.statusCode()).isEqualTo(303);
+		assertThat(second.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"))
+			.isPresent();
+		assertThat(second.headers().firstValue(StoredResponse.REPLAYED)).hasValue("true");
+		assertThat(effects(key)).isEqualTo(1);
+	}
+
+	@Test
 	void leavesOtherHandlersAlone() throws Exception {
 		HttpResponse<String> plain = post("/plain", null, "{}");
 		assertThat(plain.statusCode()).isEqualTo(200);
@@ -275,6 +310,34 @@ class IdempotentHandlerIntegrationTests {
 			return "x".repeat(10_000);
 		}
 
+		@PostMapping("/handled")
+		@Idempotent
+		String handled(HttpServletRequest request) {
+			effects().add("payments", key(request));
+			throw new HandledException();
+		}
+
+		@ExceptionHandler(HandledException.class)
+		ResponseEntity<String> onHandled() {
+			return ResponseEntity.ok("handled");
+		}
+
+		@PostMapping("/redirect")
+		@Idempotent
+		void redirect(HttpServletRequest request, HttpServletResponse response) throws IOException {
+			effects().add("payments", key(request));
+			response.sendRedirect("/payments/" + UUID.randomUUID(), 303, true);
+		}
+
+		@PostMapping("/redirect-rolled-back")
+		@Idempotent
+		@Transactional
+		void redirectRolledBack(HttpServletRequest request, HttpServletResponse response) throws IOException {
+			effects().add("payments", key(request));
+			response.sendRedirect("/payments/" + UUID.randomUUID(), 303, true);
+			TransactionAspectSupport.currentTransactionStatus().setRollbackOnly();
+		}
+
 		@PostMapping("/plain")
 		String plain() {
 			return "plain";
@@ -283,6 +346,36 @@ class IdempotentHandlerIntegrationTests {
 		private static String key(HttpServletRequest request) {
 			String key = request.getHeader(KEY);
 			return key.startsWith("\"") ? key.substring(1, key.length() - 1) : key;
+		}
+
+	}
+
+	static class HandledException extends RuntimeException {
+
+		private static final long serialVersionUID = 1L;
+
+	}
+
+	/**
+	 * Copies a cached body to the client after the chain, as a logging filter that caches
+	 * responses does, inside the filter of idempotent handlers.
+	 */
+	static class CopyingFilter implements Filter, Ordered {
+
+		@Override
+		public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
+				throws IOException, ServletException {
+			chain.doFilter(request, response);
+			ContentCachingResponseWrapper cached = WebUtils.getNativeResponse(response,
+					ContentCachingResponseWrapper.class);
+			if (cached != null) {
+				cached.copyBodyToResponse();
+			}
+		}
+
+		@Override
+		public int getOrder() {
+			return 10;
 		}
 
 	}

@@ -1,6 +1,9 @@
 package dev.idempotency.internal.web;
 
+import java.net.URI;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.idempotency.Idempotent;
 import dev.idempotency.test.TestApplications;
@@ -8,11 +11,13 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
@@ -46,6 +51,21 @@ class IdempotentHandlerStartupTests {
 			.hasStackTraceContaining("Later.pay is a web handler, and idempotency.web.enabled is false");
 	}
 
+	@Test
+	void interceptsTheHandlersOfLazyControllers() {
+		Lazy.runs.set(0);
+		try (ConfigurableApplicationContext context = TestApplications.run(WebApplicationType.SERVLET,
+				new Class<?>[] { App.class, Lazy.class }, TestApplications.WITHOUT_JPA,
+				"spring.main.lazy-initialization=true")) {
+			URI uri = URI.create("http://localhost:" + context.getEnvironment().getProperty("local.server.port")
+					+ "/lazy");
+			String key = UUID.randomUUID().toString();
+			assertThat(TestHttp.post(uri, key, "{}").statusCode()).isEqualTo(200);
+			assertThat(TestHttp.post(uri, key, "{}").headers().firstValue(StoredResponse.REPLAYED)).hasValue("true");
+			assertThat(Lazy.runs).hasValue(1);
+		}
+	}
+
 	private static void run(WebApplicationType type, Class<?> controller, String... properties) {
 		String[] all = new String[properties.length + 1];
 		all[0] = TestApplications.WITHOUT_JPA;
@@ -56,6 +76,19 @@ class IdempotentHandlerStartupTests {
 	@SpringBootConfiguration(proxyBeanMethods = false)
 	@EnableAutoConfiguration
 	static class App {
+
+	}
+
+	@RestController
+	static class Lazy {
+
+		static final AtomicInteger runs = new AtomicInteger();
+
+		@PostMapping("/lazy")
+		@Idempotent
+		String pay() {
+			return "paid " + runs.incrementAndGet();
+		}
 
 	}
 

@@ -27,6 +27,7 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@code @Idempotent(mode = LEASE)} Spring MVC handlers, whose effects are outside the
@@ -43,7 +44,8 @@ class IdempotentLeaseHandlerIntegrationTests {
 		.web()
 		.topics(TOPIC)
 		.properties(TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, "test.effects-table=web_lease_effects",
-				"idempotency.outbox.table=web_lease_outbox", "idempotency.flyway.table=web_lease_schema_history");
+				"idempotency.outbox.table=web_lease_outbox", "idempotency.flyway.table=web_lease_schema_history",
+				"spring.kafka.consumer.auto-offset-reset=earliest");
 
 	@Test
 	void answers409WhileTheLeaseIsLiveThenReplays() throws Exception {
@@ -82,18 +84,44 @@ class IdempotentLeaseHandlerIntegrationTests {
 		HttpResponse<String> retry = post("/charges", key, "{\"amount\": 5}");
 		assertThat(retry.statusCode()).isEqualTo(201);
 		Charges.hold.countDown();
-		assertThat(stalled.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(201);
+		// the stalled request lost its lease: it answers what the key's owner stored
+		HttpResponse<String> late = stalled.get(10, TimeUnit.SECONDS);
+		assertThat(late.statusCode()).isEqualTo(201);
+		assertThat(late.body()).isEqualTo(retry.body());
+		assertThat(late.headers().firstValue(StoredResponse.REPLAYED)).hasValue("true");
 		assertThat(Charges.tokens).hasSize(2);
 		assertThat(Charges.tokens.get(1)).isGreaterThan(Charges.tokens.get(0));
 		// both runs published the same two events, with the same ids: applied once each
-		app.awaitCommitted(TOPIC, TOPIC);
+		await().atMost(TestApplication.TIMEOUT)
+			.untilAsserted(() -> assertThat(ChargeEvents.received.stream().filter((value) -> value.startsWith(key)))
+				.hasSize(4));
 		app.awaitCommitted(TOPIC + "-applied", TOPIC);
-		assertThat(ChargeEvents.received.stream().filter((value) -> value.startsWith(key))).hasSize(4);
 		String scope = "http POST /charges";
 		assertThat(ChargeEvents.ids).contains(CurrentHandling.eventId(scope, key, TOPIC, 0),
 				CurrentHandling.eventId(scope, key, TOPIC, 1));
 		assertThat(app.jdbc().queryForList("SELECT message_key FROM web_lease_effects WHERE message_key LIKE ?",
 				String.class, key + "%")).containsExactlyInAnyOrder(key + " 1", key + " 2");
+	}
+
+	@Test
+	void derivesTheSameEventIdsAfterARolledBackTransaction() {
+		String key = UUID.randomUUID().toString();
+		TransactionTemplate transactions = app.bean(TransactionTemplate.class);
+		Outbox outbox = app.bean(Outbox.class);
+		Object handling = CurrentHandling.bind("ids", key);
+		try {
+			transactions.executeWithoutResult((status) -> {
+				outbox.publish(TOPIC, key, key + " rolled back");
+				status.setRollbackOnly();
+			});
+			UUID first = transactions.execute((status) -> outbox.publish(TOPIC, key, key + " 1"));
+			UUID second = transactions.execute((status) -> outbox.publish(TOPIC, key, key + " 2"));
+			assertThat(first).isEqualTo(CurrentHandling.eventId("ids", key, TOPIC, 0));
+			assertThat(second).isEqualTo(CurrentHandling.eventId("ids", key, TOPIC, 1));
+		}
+		finally {
+			CurrentHandling.restore(handling);
+		}
 	}
 
 	static HttpResponse<String> post(String path, String key, String body) {
