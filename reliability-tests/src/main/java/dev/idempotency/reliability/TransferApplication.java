@@ -5,6 +5,7 @@ import dev.idempotency.outbox.Outbox;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
@@ -27,7 +28,11 @@ import org.springframework.util.backoff.FixedBackOff;
 public class TransferApplication {
 
 	public static void main(String[] args) {
-		SpringApplication.run(TransferApplication.class, args);
+		SpringApplication application = new SpringApplication(TransferApplication.class);
+		// Spring MVC is on the class path for the checkout application; the workload serves
+		// no HTTP, and its processes must not compete for a port
+		application.setWebApplicationType(WebApplicationType.NONE);
+		application.run(args);
 	}
 
 	@Bean
