@@ -25,10 +25,12 @@ public record IdempotencyHealthProperties(@DefaultValue Outbox outbox) {
 
 		public Outbox {
 			if (maxDead < 0) {
-				throw new IllegalArgumentException("idempotency.health.outbox.max-dead must not be negative");
+				throw new IllegalArgumentException(
+						"idempotency.health.outbox.max-dead must not be negative, was " + maxDead);
 			}
 			if (maxOldestAge.isNegative() || maxOldestAge.isZero()) {
-				throw new IllegalArgumentException("idempotency.health.outbox.max-oldest-age must be positive");
+				throw new IllegalArgumentException(
+						"idempotency.health.outbox.max-oldest-age must be positive, was " + maxOldestAge);
 			}
 		}
 
