@@ -258,7 +258,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
-			// the longest of the names derived from it: _claims, _pending_idx, _sent_idx
+			// the longest of the names derived from it: _claims, _pending_idx, _sent_idx, _dead_idx
 			requireRoomForSuffix("idempotency.outbox.table", table, "_blocking_idx");
 			if (batchSize < 1) {
 				throw new IllegalArgumentException(

@@ -108,6 +108,7 @@ class BadConfigurationTests {
 			idempotency.infrastructure-retry.multiplier | 0.5 | idempotency.infrastructure-retry.multiplier must be at least 1, was 0.5
 			idempotency.cache.failure-threshold         | 0   | idempotency.cache.failure-threshold must be at least 1, was 0
 			idempotency.health.outbox.max-dead          | -1  | idempotency.health.outbox.max-dead must not be negative, was -1
+			idempotency.health.outbox.max-dead          | 10001 | idempotency.health.outbox.max-dead must be at most 10000 (the outbox counts no further), was 10001
 			""")
 	void failsFastOnANumberOutOfRange(String property, String value, String reason) {
 		assertFailsToBind(property, value, "Reason: java.lang.IllegalArgumentException: " + reason);
