@@ -14,7 +14,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * Health of the processed-message store and the outbox: {@code DOWN} when the store's
  * table cannot be read, {@code OUT_OF_SERVICE} when the outbox has more dead events, or an
- * older pending event, than its thresholds allow.
+ * older pending event, than its thresholds allow. The pending and dead events are counted
+ * up to {@link OutboxRepository#MAX_COUNTED} (a larger count reads "more than 10000"), so
+ * that a check costs the same whatever the backlog.
  */
 final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 
@@ -56,19 +58,28 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 		}
 		OutboxStats stats = this.outbox.stats();
 		Duration oldest = this.outbox.oldestPendingAge();
-		builder.withDetail("pending", stats.pending())
-			.withDetail("dead", stats.dead())
+		builder.withDetail("pending", counted(stats.pending()))
+			.withDetail("dead", counted(stats.dead()))
 			.withDetail("oldestPendingAge", (oldest != null) ? oldest.toString() : Duration.ZERO.toString());
+		// max-dead is at most MAX_COUNTED, so a count that stopped there is over it
 		if (stats.dead() > this.thresholds.maxDead()) {
 			builder.outOfService()
-				.withDetail("reason", stats.dead() + " dead outbox events (idempotency.health.outbox.max-dead="
-						+ this.thresholds.maxDead() + ")");
+				.withDetail("reason", counted(stats.dead())
+						+ " dead outbox events (idempotency.health.outbox.max-dead=" + this.thresholds.maxDead() + ")");
 		}
 		else if (oldest != null && oldest.compareTo(this.thresholds.maxOldestAge()) > 0) {
 			builder.outOfService()
 				.withDetail("reason", "the oldest pending outbox event is " + oldest
 						+ " old (idempotency.health.outbox.max-oldest-age=" + this.thresholds.maxOldestAge() + ")");
 		}
+	}
+
+	/**
+	 * Return a count of the outbox statistics as a number, or as "more than" the most
+	 * they count.
+	 */
+	private static Object counted(long count) {
+		return (count > OutboxRepository.MAX_COUNTED) ? "more than " + OutboxRepository.MAX_COUNTED : count;
 	}
 
 }

@@ -2,6 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 
+import dev.idempotency.internal.outbox.OutboxRepository;
+
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -17,7 +19,8 @@ public record IdempotencyHealthProperties(@DefaultValue Outbox outbox) {
 	 * Thresholds on the outbox table, past which the contributor reports
 	 * {@code OUT_OF_SERVICE}.
 	 *
-	 * @param maxDead maximum number of dead events before the outbox is out of service
+	 * @param maxDead maximum number of dead events before the outbox is out of service, at
+	 * most 10000 (the most dead events the check counts)
 	 * @param maxOldestAge maximum age of the oldest pending event before the outbox is out
 	 * of service
 	 */
@@ -25,10 +28,16 @@ public record IdempotencyHealthProperties(@DefaultValue Outbox outbox) {
 
 		public Outbox {
 			if (maxDead < 0) {
-				throw new IllegalArgumentException("idempotency.health.outbox.max-dead must not be negative");
+				throw new IllegalArgumentException(
+						"idempotency.health.outbox.max-dead must not be negative, was " + maxDead);
+			}
+			if (maxDead > OutboxRepository.MAX_COUNTED) {
+				throw new IllegalArgumentException("idempotency.health.outbox.max-dead must be at most "
+						+ OutboxRepository.MAX_COUNTED + " (the outbox counts no further), was " + maxDead);
 			}
 			if (maxOldestAge.isNegative() || maxOldestAge.isZero()) {
-				throw new IllegalArgumentException("idempotency.health.outbox.max-oldest-age must be positive");
+				throw new IllegalArgumentException(
+						"idempotency.health.outbox.max-oldest-age must be positive, was " + maxOldestAge);
 			}
 		}
 

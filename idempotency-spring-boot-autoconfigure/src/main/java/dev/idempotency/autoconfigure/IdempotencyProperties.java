@@ -263,15 +263,22 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		@ConstructorBinding
 		public Outbox {
 			TableName.requireIdentifier(table, "idempotency.outbox.table");
-			// the longest of the names derived from it: _claims, _pending_idx, _sent_idx
+			// the longest of the names derived from it: _claims, _pending_idx, _sent_idx, _dead_idx
 			requireRoomForSuffix("idempotency.outbox.table", table, "_blocking_idx");
-			if (batchSize < 1 || maxAttempts < 1) {
+			if (batchSize < 1) {
 				throw new IllegalArgumentException(
-						"idempotency.outbox.batch-size and idempotency.outbox.max-attempts must be at least 1");
+						"idempotency.outbox.batch-size must be at least 1, was " + batchSize);
 			}
-			if (backoffMultiplier < 1 || jitter < 0 || jitter > 1) {
-				throw new IllegalArgumentException("idempotency.outbox.backoff-multiplier must be at least 1 and "
-						+ "idempotency.outbox.jitter between 0 and 1");
+			if (maxAttempts < 1) {
+				throw new IllegalArgumentException(
+						"idempotency.outbox.max-attempts must be at least 1, was " + maxAttempts);
+			}
+			if (backoffMultiplier < 1) {
+				throw new IllegalArgumentException(
+						"idempotency.outbox.backoff-multiplier must be at least 1, was " + backoffMultiplier);
+			}
+			if (jitter < 0 || jitter > 1) {
+				throw new IllegalArgumentException("idempotency.outbox.jitter must be between 0 and 1, was " + jitter);
 			}
 			requirePositive(pollInterval, "idempotency.outbox.poll-interval");
 			if (idlePollInterval.compareTo(pollInterval) < 0) {
@@ -396,7 +403,10 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 
 		@ConstructorBinding
 		public Jdbc {
-			new TableName(schema, table);
+			if (schema != null && !schema.isEmpty()) {
+				TableName.requireIdentifier(schema, "idempotency.store.jdbc.schema");
+			}
+			TableName.requireIdentifier(table, "idempotency.store.jdbc.table");
 			// the longest of the names derived from it: _fencing_seq
 			requireRoomForSuffix("idempotency.store.jdbc.table", table, "_processed_at_idx");
 			requirePositive(retention, "idempotency.store.jdbc.retention");

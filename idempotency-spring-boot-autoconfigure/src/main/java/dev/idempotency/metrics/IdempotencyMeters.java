@@ -68,12 +68,15 @@ public enum IdempotencyMeters {
 	OUTBOX_FAILURES("idempotency.outbox.failures"),
 
 	/**
-	 * Gauge of outbox events waiting to be published (refreshed every 10 seconds).
+	 * Gauge of outbox events waiting to be published (refreshed every 10 seconds), counted
+	 * up to 10,000: a larger backlog reads 10,001, so that counting it costs the same
+	 * whatever its size.
 	 */
 	OUTBOX_PENDING("idempotency.outbox.pending"),
 
 	/**
-	 * Gauge of dead outbox events (refreshed every 10 seconds).
+	 * Gauge of dead outbox events (refreshed every 10 seconds and when an event dies),
+	 * counted up to 10,000: more read 10,001.
 	 */
 	OUTBOX_DEAD("idempotency.outbox.dead"),
 

@@ -309,7 +309,7 @@ class IdempotencyAutoConfigurationTests {
 	@Test
 	void failsFastOnATableNameThatIsNotAnIdentifier() {
 		assertRefusesProperty("idempotency.store.jdbc.table=keys; DROP TABLE accounts",
-				"Invalid table name 'keys; DROP TABLE accounts'");
+				"Invalid idempotency.store.jdbc.table name 'keys; DROP TABLE accounts'");
 	}
 
 	@Test

@@ -2,6 +2,7 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
+import dev.idempotency.internal.outbox.OutboxRepository;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.health.contributor.Health;
@@ -72,6 +73,30 @@ class IdempotencyHealthAutoConfigurationTests {
 			jdbc.update("DELETE FROM health_outbox");
 			assertThat(indicator.health().getStatus()).isEqualTo(Status.UP);
 		});
+	}
+
+	@Test
+	void reportsMoreThanTheCountedEventsOfALargerBacklog() {
+		this.runner.run((context) -> {
+			JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+			HealthIndicator indicator = context.getBean("idempotencyHealthIndicator", HealthIndicator.class);
+			jdbc.update("DELETE FROM health_outbox");
+			insert(jdbc, "PENDING", OutboxRepository.MAX_COUNTED);
+			assertThat(indicator.health().getDetails()).containsEntry("pending", (long) OutboxRepository.MAX_COUNTED);
+			insert(jdbc, "PENDING", 1);
+			insert(jdbc, "DEAD", OutboxRepository.MAX_COUNTED + 1);
+			Health health = indicator.health();
+			assertThat(health.getDetails()).containsEntry("pending", "more than 10000")
+				.containsEntry("dead", "more than 10000")
+				.containsEntry("reason", "more than 10000 dead outbox events (idempotency.health.outbox.max-dead=0)");
+			jdbc.update("DELETE FROM health_outbox");
+		});
+	}
+
+	private static void insert(JdbcTemplate jdbc, String status, int events) {
+		jdbc.update("INSERT INTO health_outbox (event_id, aggregate_id, topic, payload, status) "
+				+ "SELECT gen_random_uuid(), 'k' || g, 't', '\\x00'::bytea, ? FROM generate_series(1, ?) AS g", status,
+				events);
 	}
 
 	@Test

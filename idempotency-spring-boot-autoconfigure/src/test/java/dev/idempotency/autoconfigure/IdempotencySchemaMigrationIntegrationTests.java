@@ -70,7 +70,7 @@ class IdempotencySchemaMigrationIntegrationTests {
 				assertThat(jdbc.queryForList("SELECT version || ' ' || description FROM idempotency_schema_history "
 						+ "WHERE success AND version <> '0' ORDER BY installed_rank", String.class))
 					.containsExactly("1 processed messages", "2 outbox", "3 lease claims", "4 outbox claims",
-						"5 outbox due at once");
+						"5 outbox due at once", "6 outbox dead index");
 				assertThat(List.of("orders", "order_lines", "processed_messages", "outbox", "outbox_claims"))
 					.allSatisfy((table) -> assertThat(exists(context, table)).as(table).isTrue());
 			}
@@ -103,7 +103,7 @@ class IdempotencySchemaMigrationIntegrationTests {
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			assertThat(jdbc.queryForList("SELECT version FROM idempotency_schema_history WHERE success "
 					+ "AND version <> '0' ORDER BY installed_rank", String.class))
-				.containsExactly("1", "2", "3", "4", "5");
+				.containsExactly("1", "2", "3", "4", "5", "6");
 			assertThat(jdbc.queryForList("SELECT idempotency_key || ' ' || coalesce(status, 'null') || ' ' || "
 					+ "record_offset FROM processed_messages ORDER BY idempotency_key", String.class))
 				.containsExactly("old-1 null 41", "old-2 null 7");

@@ -41,7 +41,7 @@ public final class JdbcOutboxDeadLetters implements OutboxDeadLetters {
 
 	@Override
 	public long count() {
-		return this.repository.stats().dead();
+		return this.repository.countDead();
 	}
 
 	@Override

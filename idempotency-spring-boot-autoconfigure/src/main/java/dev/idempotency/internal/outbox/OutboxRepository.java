@@ -30,6 +30,12 @@ import org.springframework.transaction.support.TransactionOperations;
  */
 public final class OutboxRepository {
 
+	/**
+	 * The most pending (and dead) events that {@link #stats()} counts: a larger number
+	 * reads {@code MAX_COUNTED + 1}, "more than {@code MAX_COUNTED}".
+	 */
+	public static final int MAX_COUNTED = 10_000;
+
 	private static final String LOCK_NOT_AVAILABLE = "55P03";
 
 	private final JdbcTemplate jdbc;
@@ -39,6 +45,8 @@ public final class OutboxRepository {
 	private final OutboxStatements statements;
 
 	private final OutboxClaims claims;
+
+	private final TransactionOperations transactions;
 
 	/**
 	 * Create a repository.
@@ -50,8 +58,9 @@ public final class OutboxRepository {
 	public OutboxRepository(JdbcTemplate jdbc, TransactionOperations transactions, TableName table, int batchSize) {
 		this.jdbc = jdbc;
 		this.publishLockClass = ("idempotency-outbox-publish:" + table.qualified()).hashCode();
-		this.statements = OutboxStatements.on(table, batchSize);
+		this.statements = OutboxStatements.on(table, batchSize, MAX_COUNTED + 1);
 		this.claims = new OutboxClaims(jdbc, transactions, table, this.statements);
+		this.transactions = transactions;
 	}
 
 	void insert(UUID eventId, OutboxEvent event, byte[] payload) {
@@ -182,13 +191,26 @@ public final class OutboxRepository {
 	}
 
 	/**
-	 * Count the pending and dead events (one scan of the events not sent).
+	 * Count the pending and dead events, each up to {@link #MAX_COUNTED} (a larger number
+	 * reads {@code MAX_COUNTED + 1}), and read the oldest pending one: at most that many
+	 * index entries each, whatever the backlog.
 	 * @return the state of the table
 	 */
 	public OutboxStats stats() {
-		return this.jdbc.queryForObject(this.statements.stats(),
-				(row, rowNum) -> new OutboxStats(row.getLong("pending"), row.getLong("dead"),
-						(row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
+		return Objects.requireNonNull(this.transactions.execute((status) -> {
+			this.jdbc.queryForObject(this.statements.statsPlan(), String.class);
+			return this.jdbc.queryForObject(this.statements.stats(),
+					(row, rowNum) -> new OutboxStats(row.getLong("pending"), row.getLong("dead"),
+							(row.getTimestamp("oldest") != null) ? row.getTimestamp("oldest").toInstant() : null));
+		}));
+	}
+
+	/**
+	 * Count every dead event, on the index of dead events.
+	 * @return the number of dead events
+	 */
+	public long countDead() {
+		return Objects.requireNonNull(this.jdbc.queryForObject(this.statements.countDead(), Long.class));
 	}
 
 	/**
