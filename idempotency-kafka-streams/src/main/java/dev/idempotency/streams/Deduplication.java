@@ -118,7 +118,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		private LateRecordPolicy latePolicy = LateRecordPolicy.FORWARD;
 
-		private MissingKeyPolicy missingKeyPolicy = MissingKeyPolicy.FORWARD;
+		private StreamsMissingKeyPolicy missingKeyPolicy = StreamsMissingKeyPolicy.FORWARD;
 
 		private MeterRegistry meterRegistry = new CompositeMeterRegistry();
 
@@ -200,7 +200,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 * @param missingKeyPolicy the policy
 		 * @return this builder
 		 */
-		public Builder<K, V> missingKeyPolicy(MissingKeyPolicy missingKeyPolicy) {
+		public Builder<K, V> missingKeyPolicy(StreamsMissingKeyPolicy missingKeyPolicy) {
 			this.missingKeyPolicy = Objects.requireNonNull(missingKeyPolicy, "missingKeyPolicy must not be null");
 			return this;
 		}
@@ -305,7 +305,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	}
 
 	record Settings<K, V>(String name, String storeName, IdempotencyKeyExtractor<K, V> keyExtractor, long windowMs,
-			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, MissingKeyPolicy missingKeyPolicy,
+			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, StreamsMissingKeyPolicy missingKeyPolicy,
 			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters,
 			int purgeSliceKeys) {
 	}

@@ -4,7 +4,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Thrown by the deduplicating processor when the key extractor failed on a record, or
- * when a record has no key and the {@link MissingKeyPolicy} is {@code FAIL}. The message
+ * when a record has no key and the {@link StreamsMissingKeyPolicy} is {@code FAIL}. The message
  * names the processor and the record's coordinates, never its payload.
  */
 public class IdempotencyKeyExtractionException extends RuntimeException {

@@ -15,7 +15,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * Finds the idempotency key of a record: the value two copies of the same logical message
  * share. Return {@code null} when the record has none (the processor then applies its
- * {@link MissingKeyPolicy}); an exception is reported as an
+ * {@link StreamsMissingKeyPolicy}); an exception is reported as an
  * {@link IdempotencyKeyExtractionException} naming the record.
  *
  * @param <K> the record key type

@@ -31,7 +31,7 @@ import org.springframework.util.unit.DataSize;
 public record IdempotencyStreamsProperties(@DefaultValue("true") boolean enabled,
 		@DefaultValue(Deduplication.DEFAULT_KEY_HEADER) String keyHeader, @DefaultValue("1h") Duration window,
 		@DefaultValue("1m") Duration grace, @DefaultValue("1m") Duration purgeInterval,
-		@DefaultValue("forward") LateRecordPolicy latePolicy, @DefaultValue("forward") MissingKeyPolicy missingKey,
+		@DefaultValue("forward") LateRecordPolicy latePolicy, @DefaultValue("forward") StreamsMissingKeyPolicy missingKey,
 		@DefaultValue BloomPreCheck bloomPreCheck, @DefaultValue RocksDb rocksdb) {
 
 	public IdempotencyStreamsProperties {

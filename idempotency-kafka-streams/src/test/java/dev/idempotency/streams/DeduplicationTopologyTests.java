@@ -216,10 +216,10 @@ class DeduplicationTopologyTests {
 
 	@ParameterizedTest(name = "missing-key policy {0}")
 	@ValueSource(strings = { "FORWARD", "DROP", "FAIL" })
-	void appliesTheMissingKeyPolicyAndCountsEveryRecordWithoutAKey(MissingKeyPolicy policy) {
+	void appliesTheMissingKeyPolicyAndCountsEveryRecordWithoutAKey(StreamsMissingKeyPolicy policy) {
 		start((builder) -> builder.missingKeyPolicy(policy));
 		send("k1", "keyed", "a", T0);
-		if (policy == MissingKeyPolicy.FAIL) {
+		if (policy == StreamsMissingKeyPolicy.FAIL) {
 			assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> send("k2", "keyless", null, T0))
 				.havingRootCause()
 				.isInstanceOf(IdempotencyKeyExtractionException.class)
@@ -231,7 +231,7 @@ class DeduplicationTopologyTests {
 		}
 		send("k2", "keyless", null, T0);
 		send("k3", "keyless too", null, T0);
-		if (policy == MissingKeyPolicy.FORWARD) {
+		if (policy == StreamsMissingKeyPolicy.FORWARD) {
 			assertThat(values()).containsExactly("keyed", "keyless", "keyless too");
 			assertThat(count("forwarded", "missing-key")).isEqualTo(2);
 		}
@@ -248,7 +248,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "key \"{0}\"")
 	@ValueSource(strings = { "", "  " })
 	void treatsABlankKeyAsAMissingKey(String blank) {
-		start((builder) -> builder.missingKeyPolicy(MissingKeyPolicy.FORWARD));
+		start((builder) -> builder.missingKeyPolicy(StreamsMissingKeyPolicy.FORWARD));
 		send("k1", "one", blank, T0);
 		send("k2", "two", blank, T0);
 		assertThat(values()).containsExactly("one", "two");
@@ -259,7 +259,7 @@ class DeduplicationTopologyTests {
 	@ValueSource(strings = { "", "k1" })
 	void treatsANullRecordKeyAsAMissingKeyWhenTheRecordKeyIsTheIdempotencyKey(String recordKey) {
 		start((builder) -> builder.keyExtractor(IdempotencyKeyExtractor.recordKey())
-			.missingKeyPolicy(MissingKeyPolicy.DROP));
+			.missingKeyPolicy(StreamsMissingKeyPolicy.DROP));
 		String key = recordKey.isEmpty() ? null : recordKey;
 		send(key, "one", null, T0);
 		send(key, "two", null, T0);

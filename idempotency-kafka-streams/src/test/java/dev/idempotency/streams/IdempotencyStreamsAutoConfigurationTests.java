@@ -143,7 +143,7 @@ class IdempotencyStreamsAutoConfigurationTests {
 		final StreamsDeduplication deduplication = new StreamsDeduplication(
 				new IdempotencyStreamsProperties(true, "Key", java.time.Duration.ofMinutes(1),
 						java.time.Duration.ZERO, java.time.Duration.ofMinutes(1), LateRecordPolicy.DROP,
-						MissingKeyPolicy.FAIL, new IdempotencyStreamsProperties.BloomPreCheck(false, 10, 0.1),
+						StreamsMissingKeyPolicy.FAIL, new IdempotencyStreamsProperties.BloomPreCheck(false, 10, 0.1),
 						new IdempotencyStreamsProperties.RocksDb(true, 10,
 								org.springframework.util.unit.DataSize.ofMegabytes(1))),
 				new SimpleMeterRegistry());

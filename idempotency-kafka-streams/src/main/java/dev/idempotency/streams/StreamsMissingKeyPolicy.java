@@ -5,7 +5,7 @@ package dev.idempotency.streams;
  * returned no key (no header, a {@code null} record key or field). Every such record is
  * counted with {@code reason=missing-key}, whatever the policy.
  */
-public enum MissingKeyPolicy {
+public enum StreamsMissingKeyPolicy {
 
 	/**
 	 * Forward the record without deduplicating it.
