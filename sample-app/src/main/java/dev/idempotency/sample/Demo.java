@@ -7,6 +7,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -126,6 +127,8 @@ class Demo implements ApplicationRunner {
 	private DemoVerdict runDemo() throws Exception {
 		long start = System.nanoTime();
 		String run = UUID.randomUUID().toString().substring(0, 8);
+		// the payments of this run are those created since (they no longer carry their key)
+		OffsetDateTime since = this.jdbc.queryForObject("SELECT clock_timestamp()", OffsetDateTime.class);
 		List<Account> all = this.accounts.findAll();
 		Random random = new Random(42);
 		String base = "http://localhost:" + this.environment.getProperty("local.server.port", "8080");
@@ -157,10 +160,10 @@ class Demo implements ApplicationRunner {
 				logger.info("Demo: Redis is back, empty");
 			}
 		}
-		traffic.resent = resendEvents(run);
-		traffic.replayed = replayFromStart(run);
-		boolean drained = awaitDrained(run, System.nanoTime() + this.timeout.toNanos());
-		return verdict(run, traffic, drained, Duration.ofNanos(System.nanoTime() - start));
+		traffic.resent = resendEvents(since);
+		traffic.replayed = replayFromStart(since);
+		boolean drained = awaitDrained(since, System.nanoTime() + this.timeout.toNanos());
+		return verdict(since, traffic, drained, Duration.ofNanos(System.nanoTime() - start));
 	}
 
 	private String post(String base, String key, String body) throws Exception {
@@ -177,10 +180,10 @@ class Demo implements ApplicationRunner {
 	}
 
 	// a relay that dies after sending, or a producer retry: the same event, same event id
-	private int resendEvents(String run) throws Exception {
+	private int resendEvents(OffsetDateTime since) throws Exception {
 		List<Map<String, Object>> rows = this.jdbc.queryForList("""
 				SELECT id, account_id, amount, currency, event_id FROM payments
-				WHERE idempotency_key LIKE ? AND mod(abs(hashtext(idempotency_key)), 20) = 0""", "demo-" + run + "-%");
+				WHERE created_at >= ? AND mod(abs(hashtext(id::text)), 20) = 0""", since);
 		for (Map<String, Object> row : rows) {
 			PaymentRequested event = new PaymentRequested((UUID) row.get("id"), (String) row.get("account_id"),
 					(BigDecimal) row.get("amount"), ((String) row.get("currency")).trim());
@@ -196,8 +199,8 @@ class Demo implements ApplicationRunner {
 	}
 
 	// a consumer restart that replays from an old offset
-	private long replayFromStart(String run) throws Exception {
-		awaitLedgerEntries(run, this.payments / 2);
+	private long replayFromStart(OffsetDateTime since) throws Exception {
+		awaitLedgerEntries(since, this.payments / 2);
 		MessageListenerContainer container = this.listeners.getListenerContainer(PaymentListener.ID);
 		container.stop();
 		long replayed = 0;
@@ -235,23 +238,23 @@ class Demo implements ApplicationRunner {
 		return replayed;
 	}
 
-	private void awaitLedgerEntries(String run, long count) throws InterruptedException {
+	private void awaitLedgerEntries(OffsetDateTime since, long count) throws InterruptedException {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
-		while (ledgerEntries(run) < count && System.nanoTime() < deadline) {
+		while (ledgerEntries(since) < count && System.nanoTime() < deadline) {
 			Thread.sleep(100);
 		}
 	}
 
-	private long ledgerEntries(String run) {
+	private long ledgerEntries(OffsetDateTime since) {
 		return this.jdbc.queryForObject("""
 				SELECT count(*) FROM ledger_entries l JOIN payments p ON p.id = l.payment_id
-				WHERE p.idempotency_key LIKE ?""", Long.class, "demo-" + run + "-%");
+				WHERE p.created_at >= ?""", Long.class, since);
 	}
 
-	private boolean awaitDrained(String run, long deadline) throws Exception {
+	private boolean awaitDrained(OffsetDateTime since, long deadline) throws Exception {
 		try (Admin admin = Admin.create(this.kafkaAdmin.getConfigurationProperties())) {
 			while (System.nanoTime() < deadline) {
-				if (ledgerEntries(run) >= this.payments && outboxEmpty() && caughtUp(admin, PaymentListener.ID)
+				if (ledgerEntries(since) >= this.payments && outboxEmpty() && caughtUp(admin, PaymentListener.ID)
 						&& caughtUp(admin, StatementProjection.ID)) {
 					return true;
 				}
@@ -279,7 +282,7 @@ class Demo implements ApplicationRunner {
 					&& entry.getValue().offset() >= ends.get(entry.getKey()).offset());
 	}
 
-	private DemoVerdict verdict(String run, Traffic traffic, boolean drained, Duration took) {
+	private DemoVerdict verdict(OffsetDateTime since, Traffic traffic, boolean drained, Duration took) {
 		Map<String, BigDecimal> expected = new TreeMap<>();
 		Map<String, BigDecimal> actual = new TreeMap<>();
 		this.jdbc.query("""
@@ -289,17 +292,16 @@ class Demo implements ApplicationRunner {
 			expected.put(row.getString("id"), row.getBigDecimal("expected"));
 			actual.put(row.getString("id"), row.getBigDecimal("balance"));
 		});
-		String like = "demo-" + run + "-%";
-		long created = this.jdbc.queryForObject("SELECT count(*) FROM payments WHERE idempotency_key LIKE ?",
-				Long.class, like);
+		long created = this.jdbc.queryForObject("SELECT count(*) FROM payments WHERE created_at >= ?", Long.class,
+				since);
 		long notOneEntry = this.jdbc.queryForObject("""
 				SELECT count(*) FROM payments p
-				WHERE p.idempotency_key LIKE ?
-				AND (SELECT count(*) FROM ledger_entries l WHERE l.payment_id = p.id) <> 1""", Long.class, like);
+				WHERE p.created_at >= ?
+				AND (SELECT count(*) FROM ledger_entries l WHERE l.payment_id = p.id) <> 1""", Long.class, since);
 		long notOneLine = this.jdbc.queryForObject("""
 				SELECT count(*) FROM payments p
-				WHERE p.idempotency_key LIKE ?
-				AND (SELECT count(*) FROM statement_lines s WHERE s.payment_id = p.id) <> 1""", Long.class, like);
+				WHERE p.created_at >= ?
+				AND (SELECT count(*) FROM statement_lines s WHERE s.payment_id = p.id) <> 1""", Long.class, since);
 		return new DemoVerdict(this.payments, created, traffic.httpRetries, traffic.answeredDifferently,
 				traffic.resent, traffic.replayed, traffic.redisOutage, expected, actual, notOneEntry, notOneLine,
 				duplicates("cache"), duplicates("store"), sum("idempotency.outbox.published"), drained, took,

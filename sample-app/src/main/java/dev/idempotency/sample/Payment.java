@@ -10,7 +10,7 @@ import jakarta.persistence.Id;
 import jakarta.persistence.Table;
 
 /**
- * A payment as requested over HTTP, once per {@code Idempotency-Key}.
+ * A payment as requested over HTTP.
  */
 @Entity
 @Table(name = "payments")
@@ -18,8 +18,6 @@ class Payment {
 
 	@Id
 	private UUID id;
-
-	private String idempotencyKey;
 
 	@Column(name = "account_id")
 	private String account;
@@ -37,9 +35,8 @@ class Payment {
 	protected Payment() {
 	}
 
-	Payment(String idempotencyKey, String account, BigDecimal amount, String currency) {
+	Payment(String account, BigDecimal amount, String currency) {
 		this.id = UUID.randomUUID();
-		this.idempotencyKey = idempotencyKey;
 		this.account = account;
 		this.amount = amount;
 		this.currency = currency;
@@ -47,10 +44,6 @@ class Payment {
 
 	UUID getId() {
 		return this.id;
-	}
-
-	String getIdempotencyKey() {
-		return this.idempotencyKey;
 	}
 
 	String getAccount() {

@@ -1,30 +1,28 @@
 package dev.idempotency.sample;
 
 import java.math.BigDecimal;
+import java.net.URI;
 import java.util.UUID;
 
-import dev.idempotency.sample.PaymentService.Accepted;
+import dev.idempotency.Idempotent;
 import dev.idempotency.sample.PaymentService.PaymentRequest;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.dao.DataIntegrityViolationException;
-import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
-import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * {@code POST /payments}: a payment per {@code Idempotency-Key}; a repeated request gets
- * the first response.
+ * {@code POST /payments}: a payment per {@code Idempotency-Key}. The starter's
+ * {@code @Idempotent} claims the key, runs the handler and stores its response in one
+ * transaction; a retried request gets the stored response, marked
+ * {@code Idempotent-Replayed: true}, and creates nothing.
  */
 @RestController
 class PaymentController {
 
 	static final String IDEMPOTENCY_KEY = "Idempotency-Key";
-
-	static final int MAX_KEY_LENGTH = 200;
 
 	private final PaymentService payments;
 
@@ -32,28 +30,16 @@ class PaymentController {
 		this.payments = payments;
 	}
 
+	// a refusal is an exception, which the starter does not store: its work (none) rolls
+	// back, the key is free again and a retry with the same key is validated again
 	@PostMapping("/payments")
-	ResponseEntity<PaymentView> create(@RequestHeader(IDEMPOTENCY_KEY) String key,
-			@RequestBody PaymentBody body) {
-		PaymentRequest request = validate(key, body);
-		Accepted accepted;
-		try {
-			accepted = this.payments.request(key, request);
-		}
-		catch (DataIntegrityViolationException ex) {
-			// a concurrent request with the same key committed first: answer as it did
-			accepted = this.payments.request(key, request);
-		}
-		return ResponseEntity.status(HttpStatus.CREATED)
-			.header("Idempotent-Replayed", String.valueOf(accepted.replayed()))
-			.body(PaymentView.of(accepted.payment()));
+	@Idempotent
+	ResponseEntity<PaymentView> create(@RequestBody PaymentBody body) {
+		Payment payment = this.payments.request(validate(body));
+		return ResponseEntity.created(URI.create("/payments/" + payment.getId())).body(PaymentView.of(payment));
 	}
 
-	private static PaymentRequest validate(String key, PaymentBody body) {
-		if (key.isBlank() || key.length() > MAX_KEY_LENGTH) {
-			throw InvalidPaymentException
-				.badRequest(IDEMPOTENCY_KEY + " must have 1 to " + MAX_KEY_LENGTH + " characters");
-		}
+	private static PaymentRequest validate(PaymentBody body) {
 		if (body.account() == null || body.account().isBlank()) {
 			throw InvalidPaymentException.badRequest("account is required");
 		}

@@ -68,24 +68,64 @@ class PaymentsLedgerIntegrationTests {
 	}
 
 	@Test
-	void repeatedRequestGetsTheFirstResponseAndCreatesNothing() throws Exception {
-		HttpResponse<String> first = post("retry-1", PAYMENT);
+	void retriedPostGetsTheStoredResponseByteForByteAndCreatesOnePayment() throws Exception {
+		long paymentsBefore = payments();
+		HttpResponse<byte[]> first = send(request("retry-1", "application/json", PAYMENT));
 		Map<String, Long> before = settledCounts();
-		HttpResponse<String> second = post("retry-1", PAYMENT);
+		HttpResponse<byte[]> second = send(request("retry-1", "application/json", PAYMENT));
 		assertThat(first.statusCode()).isEqualTo(201);
+		assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+		assertThat(first.headers().firstValue("Location")).hasValueSatisfying(
+				(location) -> assertThat(location).startsWith("/payments/"));
 		assertThat(second.statusCode()).isEqualTo(201);
 		assertThat(second.body()).isEqualTo(first.body());
+		assertThat(second.headers().firstValue("Content-Type")).isEqualTo(first.headers().firstValue("Content-Type"));
+		assertThat(second.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
 		assertThat(second.headers().firstValue("Idempotent-Replayed")).hasValue("true");
 		assertThat(settledCounts()).isEqualTo(before);
+		assertThat(payments()).isEqualTo(paymentsBefore + 1);
+		// the starter's claim of the key, with the response it replays
+		assertThat(this.jdbc.queryForObject("""
+				SELECT count(*) FROM processed_messages
+				WHERE consumer_group = 'http POST /payments' AND idempotency_key = 'retry-1' AND result IS NOT NULL""",
+				Long.class)).isOne();
+	}
+
+	@Test
+	void keyReusedWithAnotherBodyGets422AndChangesNothing() throws Exception {
+		assertThat(post("reused-1", PAYMENT).statusCode()).isEqualTo(201);
+		Map<String, Long> before = settledCounts();
+		HttpResponse<String> response = post("reused-1", "{\"account\":\"alice\",\"amount\":11.00,\"currency\":\"EUR\"}");
+		assertThat(response.statusCode()).isEqualTo(422);
+		assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
+				(type) -> assertThat(type).startsWith("application/problem+json"));
+		assertThat(this.json.readTree(response.body()).path("code").asString()).isEqualTo("idempotency-key-reused");
+		assertThat(settledCounts()).isEqualTo(before);
+	}
+
+	@Test
+	void refusedRequestIsNotStoredSoItsRetryIsValidatedAgain() throws Exception {
+		String mismatch = "{\"account\":\"alice\",\"amount\":10.00,\"currency\":\"USD\"}";
+		Map<String, Long> before = settledCounts();
+		HttpResponse<String> refused = post("refused-1", mismatch);
+		HttpResponse<String> refusedAgain = post("refused-1", mismatch);
+		assertThat(refused.statusCode()).isEqualTo(422);
+		assertThat(refusedAgain.statusCode()).isEqualTo(422);
+		assertThat(refusedAgain.headers().firstValue("Idempotent-Replayed")).isEmpty();
+		assertThat(settledCounts()).isEqualTo(before);
+		// corrected, with the same key: validated again and created
+		HttpResponse<String> created = post("refused-1", PAYMENT);
+		assertThat(created.statusCode()).isEqualTo(201);
+		assertThat(created.headers().firstValue("Idempotent-Replayed")).isEmpty();
 	}
 
 	@ParameterizedTest(name = "{0}")
 	@MethodSource("badRequests")
-	void badRequestGetsProblemDetailAndChangesNothing(String name, String key, String body, int status)
-			throws Exception {
-		post("reused", PAYMENT);
+	void badRequestGetsProblemDetailAndChangesNothing(String name, String key, String contentType, String body,
+			int status) throws Exception {
 		Map<String, Long> before = settledCounts();
-		HttpResponse<String> response = post(key, body);
+		HttpResponse<String> response = this.http.send(request(key, contentType, body),
+				HttpResponse.BodyHandlers.ofString());
 		assertThat(response.statusCode()).isEqualTo(status);
 		assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
 				(type) -> assertThat(type).startsWith("application/problem+json"));
@@ -97,33 +137,55 @@ class PaymentsLedgerIntegrationTests {
 	}
 
 	static Object[][] badRequests() {
-		return new Object[][] { { "missing account", "bad-1", "{\"amount\":1,\"currency\":\"EUR\"}", 400 },
-				{ "missing amount", "bad-2", "{\"account\":\"alice\",\"currency\":\"EUR\"}", 400 },
-				{ "missing currency", "bad-3", "{\"account\":\"alice\",\"amount\":1}", 400 },
-				{ "empty body", "bad-4", "{}", 400 },
-				{ "negative amount", "bad-5", "{\"account\":\"alice\",\"amount\":-5,\"currency\":\"EUR\"}", 400 },
-				{ "zero amount", "bad-6", "{\"account\":\"alice\",\"amount\":0,\"currency\":\"EUR\"}", 400 },
-				{ "three decimals", "bad-7", "{\"account\":\"alice\",\"amount\":1.005,\"currency\":\"EUR\"}", 400 },
-				{ "unknown account", "bad-8", "{\"account\":\"zed\",\"amount\":1,\"currency\":\"EUR\"}", 422 },
-				{ "wrong currency", "bad-9", "{\"account\":\"alice\",\"amount\":1,\"currency\":\"USD\"}", 422 },
-				{ "malformed JSON", "bad-10", "{\"account\":\"alice\",\"amount\":", 400 },
-				{ "amount not a number", "bad-11", "{\"account\":\"alice\",\"amount\":\"ten\",\"currency\":\"EUR\"}",
+		String json = "application/json";
+		return new Object[][] { { "missing account", "bad-1", json, "{\"amount\":1,\"currency\":\"EUR\"}", 400 },
+				{ "missing amount", "bad-2", json, "{\"account\":\"alice\",\"currency\":\"EUR\"}", 400 },
+				{ "missing currency", "bad-3", json, "{\"account\":\"alice\",\"amount\":1}", 400 },
+				{ "empty body", "bad-4", json, "{}", 400 },
+				{ "negative amount", "bad-5", json, "{\"account\":\"alice\",\"amount\":-5,\"currency\":\"EUR\"}",
 						400 },
-				{ "10,000-character key", "k".repeat(10_000), PAYMENT, 400 },
-				{ "missing key", null, PAYMENT, 400 },
-				{ "key reused for another payment", "reused",
-						"{\"account\":\"bob\",\"amount\":10.00,\"currency\":\"EUR\"}", 422 } };
+				{ "zero amount", "bad-6", json, "{\"account\":\"alice\",\"amount\":0,\"currency\":\"EUR\"}", 400 },
+				{ "three decimals", "bad-7", json,
+						"{\"account\":\"alice\",\"amount\":1.005,\"currency\":\"EUR\"}", 400 },
+				{ "unknown account", "bad-10", json, "{\"account\":\"zed\",\"amount\":1,\"currency\":\"EUR\"}", 422 },
+				{ "wrong currency", "bad-11", json, "{\"account\":\"alice\",\"amount\":1,\"currency\":\"USD\"}",
+						422 },
+				{ "malformed JSON", "bad-12", json, "{\"account\":\"alice\",\"amount\":", 400 },
+				{ "amount not a number", "bad-13", json,
+						"{\"account\":\"alice\",\"amount\":\"ten\",\"currency\":\"EUR\"}", 400 },
+				{ "not JSON", "bad-14", "text/plain", PAYMENT, 415 },
+				{ "body over 1 MB", "bad-15", json,
+						"{\"account\":\"alice\",\"amount\":1,\"currency\":\"EUR\",\"note\":\"" + "x".repeat(1_100_000)
+								+ "\"}",
+						413 },
+				{ "10,000-character key", "k".repeat(10_000), json, PAYMENT, 400 },
+				{ "missing key", null, json, PAYMENT, 400 } };
 	}
 
 	private HttpResponse<String> post(String key, String body) throws Exception {
-		HttpRequest.Builder request = HttpRequest
-			.newBuilder(URI.create("http://localhost:" + this.environment.getProperty("local.server.port") + "/payments"))
-			.header("Content-Type", "application/json")
+		return this.http.send(request(key, "application/json", body), HttpResponse.BodyHandlers.ofString());
+	}
+
+	private HttpResponse<byte[]> send(HttpRequest request) throws Exception {
+		return this.http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+	}
+
+	private HttpRequest request(String key, String contentType, String body) {
+		HttpRequest.Builder request = HttpRequest.newBuilder(uri("/payments"))
+			.header("Content-Type", contentType)
 			.POST(HttpRequest.BodyPublishers.ofString(body));
 		if (key != null) {
 			request.header("Idempotency-Key", key);
 		}
-		return this.http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+		return request.build();
+	}
+
+	private URI uri(String path) {
+		return URI.create("http://localhost:" + this.environment.getProperty("local.server.port") + path);
+	}
+
+	private long payments() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM payments", Long.class);
 	}
 
 	// once the outbox is empty and every payment is debited, nothing changes by itself
