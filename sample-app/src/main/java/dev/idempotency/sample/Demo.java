@@ -287,7 +287,7 @@ class Demo implements ApplicationRunner {
 		Map<String, BigDecimal> actual = new TreeMap<>();
 		this.jdbc.query("""
 				SELECT a.id, a.balance, a.opening_balance - coalesce(sum(p.amount), 0) AS expected
-				FROM accounts a LEFT JOIN payments p ON p.account_id = a.id
+				FROM accounts a LEFT JOIN payments p ON p.account_id = a.id AND p.status <> 'REJECTED'
 				GROUP BY a.id, a.balance, a.opening_balance""", (row) -> {
 			expected.put(row.getString("id"), row.getBigDecimal("expected"));
 			actual.put(row.getString("id"), row.getBigDecimal("balance"));

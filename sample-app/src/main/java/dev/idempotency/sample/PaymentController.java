@@ -4,11 +4,17 @@ import java.math.BigDecimal;
 import java.net.URI;
 import java.util.UUID;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.idempotency.Idempotent;
 import dev.idempotency.sample.PaymentService.PaymentRequest;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.ErrorResponseException;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
@@ -17,7 +23,8 @@ import org.springframework.web.bind.annotation.RestController;
  * {@code POST /payments}: a payment per {@code Idempotency-Key}. The starter's
  * {@code @Idempotent} claims the key, runs the handler and stores its response in one
  * transaction; a retried request gets the stored response, marked
- * {@code Idempotent-Replayed: true}, and creates nothing.
+ * {@code Idempotent-Replayed: true}, and creates nothing. {@code GET /payments/{id}}: the
+ * payment as it stands now ({@code PENDING}, {@code BOOKED} or {@code REJECTED}).
  */
 @RestController
 class PaymentController {
@@ -37,6 +44,15 @@ class PaymentController {
 	ResponseEntity<PaymentView> create(@RequestBody PaymentBody body) {
 		Payment payment = this.payments.request(validate(body));
 		return ResponseEntity.created(URI.create("/payments/" + payment.getId())).body(PaymentView.of(payment));
+	}
+
+	// the stored response of POST says PENDING, as it did then; this is the status now
+	@GetMapping("/payments/{id}")
+	PaymentView payment(@PathVariable UUID id) {
+		return this.payments.find(id)
+			.map(PaymentView::of)
+			.orElseThrow(() -> new ErrorResponseException(HttpStatus.NOT_FOUND,
+					ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, "Payment " + id + " does not exist"), null));
 	}
 
 	private static PaymentRequest validate(PaymentBody body) {
@@ -75,11 +91,15 @@ class PaymentController {
 	 * @param account the account
 	 * @param amount the amount
 	 * @param currency the currency
+	 * @param status where the payment stands
+	 * @param reason why it was rejected, absent unless it was
 	 */
-	record PaymentView(UUID id, String account, BigDecimal amount, String currency) {
+	record PaymentView(UUID id, String account, BigDecimal amount, String currency, Payment.Status status,
+			@JsonInclude(JsonInclude.Include.NON_NULL) @Nullable String reason) {
 
 		static PaymentView of(Payment payment) {
-			return new PaymentView(payment.getId(), payment.getAccount(), payment.getAmount(), payment.getCurrency());
+			return new PaymentView(payment.getId(), payment.getAccount(), payment.getAmount(), payment.getCurrency(),
+					payment.getStatus(), payment.getReason());
 		}
 
 	}

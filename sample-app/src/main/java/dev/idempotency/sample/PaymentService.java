@@ -1,6 +1,7 @@
 package dev.idempotency.sample;
 
 import java.math.BigDecimal;
+import java.util.Optional;
 import java.util.UUID;
 
 import dev.idempotency.outbox.Outbox;
@@ -53,6 +54,16 @@ class PaymentService {
 		// flushed here, so that a failed insert is the handler's exception, answered by the
 		// application's exception handling, rather than a failure of the starter's commit
 		return this.payments.saveAndFlush(payment);
+	}
+
+	/**
+	 * Find a payment.
+	 * @param id the payment id
+	 * @return the payment, or empty if there is none with that id
+	 */
+	@Transactional(readOnly = true)
+	Optional<Payment> find(UUID id) {
+		return this.payments.findById(id);
 	}
 
 	/**

@@ -1,11 +1,31 @@
 package dev.idempotency.sample;
 
+import java.math.BigDecimal;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.function.Predicate;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -18,6 +38,8 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.core.ConsumerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -45,6 +67,15 @@ class PaymentsLedgerIntegrationTests {
 
 	@Autowired
 	private Environment environment;
+
+	@Autowired
+	private KafkaTemplate<String, String> kafka;
+
+	@Autowired
+	private ConsumerFactory<String, String> consumers;
+
+	@Autowired
+	private MeterRegistry meters;
 
 	@Test
 	void demoAppliesEveryPaymentOnceDespiteInjectedDuplicates() {
@@ -119,6 +150,39 @@ class PaymentsLedgerIntegrationTests {
 		assertThat(created.headers().firstValue("Idempotent-Replayed")).isEmpty();
 	}
 
+	@Test
+	void overdraftIsRejectedOnceAndItsStatusIsVisible() throws Exception {
+		settledCounts();
+		BigDecimal balance = balance("carol");
+		String overdraft = "{\"account\":\"carol\",\"amount\":%s,\"currency\":\"EUR\"}"
+			.formatted(balance.add(new BigDecimal("0.01")));
+		HttpResponse<String> created = post("overdraft-1", overdraft);
+		assertThat(created.statusCode()).isEqualTo(201);
+		JsonNode accepted = this.json.readTree(created.body());
+		assertThat(accepted.path("status").asString()).isEqualTo("PENDING");
+		String id = accepted.path("id").asString();
+		JsonNode rejected = await(() -> get("/payments/" + id),
+				(payment) -> payment.path("status").asString().equals("REJECTED"));
+		assertThat(rejected.path("reason").asString()).contains("insufficient funds");
+		Map<String, Long> before = settledCounts();
+		// the payment's event delivered again, as a relay retry does: the ledger skips it
+		double duplicates = ledgerDuplicates();
+		resendPaymentEvent(UUID.fromString(id));
+		await(this::ledgerDuplicates, (count) -> count > duplicates);
+		assertThat(settledCounts()).isEqualTo(before);
+		assertThat(balance("carol")).isEqualByComparingTo(balance);
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM ledger_entries WHERE payment_id = ?::uuid",
+				Long.class, id)).isZero();
+		assertThat(get("/payments/" + id).path("status").asString()).isEqualTo("REJECTED");
+		assertThat(publishedEventIds("payment-rejected")).containsKey(id)
+			.hasEntrySatisfying(id, (eventIds) -> assertThat(eventIds).hasSize(1));
+		// the account still takes the payments it can cover
+		HttpResponse<String> covered = post("overdraft-2",
+				"{\"account\":\"carol\",\"amount\":1.00,\"currency\":\"EUR\"}");
+		String coveredId = this.json.readTree(covered.body()).path("id").asString();
+		await(() -> get("/payments/" + coveredId), (payment) -> payment.path("status").asString().equals("BOOKED"));
+	}
+
 	@ParameterizedTest(name = "{0}")
 	@MethodSource("badRequests")
 	void badRequestGetsProblemDetailAndChangesNothing(String name, String key, String contentType, String body,
@@ -180,6 +244,13 @@ class PaymentsLedgerIntegrationTests {
 		return request.build();
 	}
 
+	private JsonNode get(String path) throws Exception {
+		HttpResponse<String> response = this.http.send(HttpRequest.newBuilder(uri(path)).GET().build(),
+				HttpResponse.BodyHandlers.ofString());
+		assertThat(response.statusCode()).as("GET %s: %s", path, response.body()).isEqualTo(200);
+		return this.json.readTree(response.body());
+	}
+
 	private URI uri(String path) {
 		return URI.create("http://localhost:" + this.environment.getProperty("local.server.port") + path);
 	}
@@ -188,35 +259,99 @@ class PaymentsLedgerIntegrationTests {
 		return this.jdbc.queryForObject("SELECT count(*) FROM payments", Long.class);
 	}
 
-	// once the outbox is empty and every payment is debited, nothing changes by itself
+	private BigDecimal balance(String account) {
+		return this.jdbc.queryForObject("SELECT balance FROM accounts WHERE id = ?", BigDecimal.class, account);
+	}
+
+	private double ledgerDuplicates() {
+		return this.meters.find("idempotency.messages")
+			.tag("listener", "PaymentListener.onPayment")
+			.tag("outcome", "duplicate")
+			.counters()
+			.stream()
+			.mapToDouble(Counter::count)
+			.sum();
+	}
+
+	// as a relay that dies after sending does: the same event, with the same event id
+	private void resendPaymentEvent(UUID payment) throws Exception {
+		Map<String, Object> row = this.jdbc.queryForMap(
+				"SELECT account_id, amount, currency, event_id FROM payments WHERE id = ?", payment);
+		PaymentRequested event = new PaymentRequested(payment, (String) row.get("account_id"),
+				(BigDecimal) row.get("amount"), ((String) row.get("currency")).trim());
+		ProducerRecord<String, String> record = new ProducerRecord<>("payments", event.account(),
+				this.json.writeValueAsString(event));
+		record.headers().add("X-Idempotency-Key", row.get("event_id").toString().getBytes(StandardCharsets.UTF_8));
+		this.kafka.send(record).get();
+	}
+
+	// the event ids each payment's events carry on a topic, read from its start to its end
+	private Map<String, Set<String>> publishedEventIds(String topic) {
+		Properties properties = new Properties();
+		properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+		Map<String, Set<String>> eventIds = new HashMap<>();
+		try (Consumer<String, String> consumer = this.consumers.createConsumer(null, "published-events", null,
+				properties)) {
+			List<TopicPartition> partitions = consumer.partitionsFor(topic)
+				.stream()
+				.map((partition) -> new TopicPartition(topic, partition.partition()))
+				.toList();
+			consumer.assign(partitions);
+			consumer.seekToBeginning(partitions);
+			Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+			long deadline = System.nanoTime() + 20_000_000_000L;
+			while (partitions.stream().anyMatch((partition) -> consumer.position(partition) < ends.get(partition))
+					&& System.nanoTime() < deadline) {
+				for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+					Header eventId = record.headers().lastHeader("X-Idempotency-Key");
+					eventIds.computeIfAbsent(this.json.readTree(record.value()).path("paymentId").asString(),
+							(payment) -> new HashSet<>())
+						.add(new String(eventId.value(), StandardCharsets.UTF_8));
+				}
+			}
+		}
+		return eventIds;
+	}
+
+	private static <T> T await(Callable<T> value, Predicate<T> condition) throws Exception {
+		long deadline = System.nanoTime() + 20_000_000_000L;
+		T current = value.call();
+		while (!condition.test(current) && System.nanoTime() < deadline) {
+			Thread.sleep(50);
+			current = value.call();
+		}
+		assertThat(condition.test(current)).as("condition met by %s", current).isTrue();
+		return current;
+	}
+
+	// once the outbox is empty and the ledger decided every payment, nothing changes by
+	// itself
 	private Map<String, Long> settledCounts() throws InterruptedException {
 		long deadline = System.nanoTime() + 20_000_000_000L;
 		while (System.nanoTime() < deadline) {
 			Map<String, Long> counts = counts();
-			if (counts.get("outbox") == 0 && counts.get("ledger").equals(counts.get("payments"))) {
-				counts.remove("ledger");
+			if (counts.get("outbox") == 0 && counts.get("pending") == 0) {
 				return counts;
 			}
 			Thread.sleep(50);
 		}
-		Map<String, Long> counts = counts();
-		counts.remove("ledger");
-		return counts;
+		return counts();
 	}
 
 	// one statement, so one snapshot: read one by one, a debit committed between the
-	// balances and the ledger count would look settled with the balance before it
+	// balances and the status would look settled with the balance before it
 	private Map<String, Long> counts() {
 		return this.jdbc.queryForObject("""
 				SELECT (SELECT count(*) FROM payments) AS payments, (SELECT count(*) FROM outbox) AS outbox,
 				       (SELECT sum(balance * 100)::bigint FROM accounts) AS balances,
-				       (SELECT count(*) FROM ledger_entries) AS ledger
+				       (SELECT count(*) FROM ledger_entries) AS ledger,
+				       (SELECT count(*) FROM payments WHERE status = 'PENDING') AS pending,
+				       (SELECT count(*) FROM payments WHERE status = 'REJECTED') AS rejected
 				""", (row, rowNum) -> {
 			Map<String, Long> counts = new LinkedHashMap<>();
-			counts.put("payments", row.getLong("payments"));
-			counts.put("outbox", row.getLong("outbox"));
-			counts.put("balances", row.getLong("balances"));
-			counts.put("ledger", row.getLong("ledger"));
+			for (String column : List.of("payments", "outbox", "balances", "ledger", "pending", "rejected")) {
+				counts.put(column, row.getLong(column));
+			}
 			return counts;
 		});
 	}
