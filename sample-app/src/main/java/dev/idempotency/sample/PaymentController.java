@@ -59,19 +59,22 @@ class PaymentController {
 		if (body.account() == null || body.account().isBlank()) {
 			throw InvalidPaymentException.badRequest("account is required");
 		}
-		if (body.amount() == null) {
+		BigDecimal amount = body.amount();
+		if (amount == null) {
 			throw InvalidPaymentException.badRequest("amount is required");
 		}
-		if (body.amount().signum() <= 0) {
+		if (amount.signum() <= 0) {
 			throw InvalidPaymentException.badRequest("amount must be positive");
 		}
-		if (body.amount().stripTrailingZeros().scale() > 2 || body.amount().precision() > 17) {
-			throw InvalidPaymentException.badRequest("amount must have at most 15 digits and 2 decimals");
+		// digits before the point: precision - scale (1e20 has a precision of 1, a scale of -20)
+		if (amount.stripTrailingZeros().scale() > 2 || (long) amount.precision() - amount.scale() > 15) {
+			throw InvalidPaymentException
+				.badRequest("amount must have at most 15 digits before the decimal point and 2 after it");
 		}
 		if (body.currency() == null || !body.currency().matches("[A-Z]{3}")) {
 			throw InvalidPaymentException.badRequest("currency must be an ISO 4217 code such as EUR");
 		}
-		return new PaymentRequest(body.account(), body.amount(), body.currency());
+		return new PaymentRequest(body.account(), amount, body.currency());
 	}
 
 	/**
