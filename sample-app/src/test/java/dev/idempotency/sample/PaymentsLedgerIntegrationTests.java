@@ -183,6 +183,14 @@ class PaymentsLedgerIntegrationTests {
 		await(() -> get("/payments/" + coveredId), (payment) -> payment.path("status").asString().equals("BOOKED"));
 	}
 
+	@Test
+	void healthShowsItsComponents() throws Exception {
+		JsonNode health = get("/actuator/health");
+		assertThat(health.path("status").asString()).isEqualTo("UP");
+		assertThat(health.path("components").path("idempotency").path("status").asString()).isEqualTo("UP");
+		assertThat(health.path("components").path("db").path("status").asString()).isEqualTo("UP");
+	}
+
 	@ParameterizedTest(name = "{0}")
 	@MethodSource("badRequests")
 	void badRequestGetsProblemDetailAndChangesNothing(String name, String key, String contentType, String body,
