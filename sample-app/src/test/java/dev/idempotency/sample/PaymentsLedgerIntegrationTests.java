@@ -7,26 +7,16 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.function.Predicate;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -44,9 +34,10 @@ import org.springframework.kafka.core.KafkaTemplate;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The sample against embedded servers it starts itself: the demo (200 payments with
- * injected duplicates) has run during start-up; its verdict must hold, and bad requests
- * must get problem details and change nothing.
+ * The sample against embedded servers it starts itself: the demo (200 payments, 4 of them
+ * overdrafts, with injected duplicates) has run during start-up; its verdict must hold.
+ * Retried requests get the stored response, overdrafts are refused once, and bad
+ * requests get problem details and change nothing.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "demo", "demo.payments=200", "demo.exit=false", "demo.timeout=60s" })
@@ -82,19 +73,32 @@ class PaymentsLedgerIntegrationTests {
 		DemoVerdict verdict = this.demo.verdict();
 		assertThat(verdict).isNotNull();
 		assertThat(verdict.drained()).isTrue();
-		assertThat(verdict.paymentsCreated()).isEqualTo(200);
-		assertThat(verdict.httpRetries()).isPositive();
-		assertThat(verdict.httpRetriesAnsweredDifferently()).isZero();
-		assertThat(verdict.balancesMatch()).as("balances %s, expected %s", verdict.actualBalances(),
-				verdict.expectedBalances()).isTrue();
-		assertThat(verdict.paymentsWithoutOneLedgerEntry()).isZero();
-		assertThat(verdict.paymentsWithoutOneStatementLine()).isZero();
-		assertThat(verdict.resentEvents()).isPositive();
-		assertThat(verdict.replayedRecords()).isPositive();
-		assertThat(verdict.redisOutage()).isTrue();
-		assertThat(verdict.duplicatesFromCache() + verdict.duplicatesFromStore())
-			.isGreaterThanOrEqualTo(verdict.resentEvents() + verdict.replayedRecords());
-		assertThat(verdict.eventsPublished()).isGreaterThanOrEqualTo(400);
+		DemoVerdict.Http http = verdict.http();
+		assertThat(http.payments()).isEqualTo(200);
+		assertThat(http.overdrafts()).isPositive();
+		assertThat(http.retries()).isPositive();
+		assertThat(http.answeredDifferently()).isZero();
+		assertThat(http.wronglyMarked()).isZero();
+		assertThat(http.replayedByStarter()).isEqualTo(http.retries());
+		DemoVerdict.Ledger ledger = verdict.ledger();
+		assertThat(ledger.created()).isEqualTo(200);
+		assertThat(ledger.rejected()).isEqualTo(http.overdrafts());
+		assertThat(ledger.booked()).isEqualTo(200 - http.overdrafts());
+		assertThat(ledger.decidedOtherwise()).isZero();
+		assertThat(ledger.balancesMatch()).as("balances %s, expected %s", ledger.actualBalances(),
+				ledger.expectedBalances()).isTrue();
+		assertThat(ledger.withoutTheirLedgerEntry()).isZero();
+		assertThat(ledger.withoutTheirStatementLine()).isZero();
+		assertThat(ledger.withoutTheirRejectionEvent()).isZero();
+		assertThat(ledger.eventsPublished()).isGreaterThanOrEqualTo(400);
+		DemoVerdict.Redeliveries redeliveries = verdict.redeliveries();
+		assertThat(redeliveries.resentEvents()).isPositive();
+		assertThat(redeliveries.replayedRecords()).isPositive();
+		assertThat(redeliveries.redisOutage()).isTrue();
+		assertThat(redeliveries.duplicatesFromCache() + redeliveries.duplicatesFromStore())
+			.isGreaterThanOrEqualTo(redeliveries.resentEvents() + redeliveries.replayedRecords());
+		assertThat(verdict.gaugesFresh()).isTrue();
+		assertThat(verdict.meters()).contains("idempotency.outbox.pending | value 0.000");
 		assertThat(verdict.holds()).isTrue();
 	}
 
@@ -174,8 +178,9 @@ class PaymentsLedgerIntegrationTests {
 		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM ledger_entries WHERE payment_id = ?::uuid",
 				Long.class, id)).isZero();
 		assertThat(get("/payments/" + id).path("status").asString()).isEqualTo("REJECTED");
-		assertThat(publishedEventIds("payment-rejected")).containsKey(id)
-			.hasEntrySatisfying(id, (eventIds) -> assertThat(eventIds).hasSize(1));
+		assertThat(new PublishedEvents(this.consumers, this.json).eventIdsByPayment("payment-rejected",
+				Duration.ofSeconds(20))).hasEntrySatisfying(UUID.fromString(id),
+						(eventIds) -> assertThat(eventIds).hasSize(1));
 		// the account still takes the payments it can cover
 		HttpResponse<String> covered = post("overdraft-2",
 				"{\"account\":\"carol\",\"amount\":1.00,\"currency\":\"EUR\"}");
@@ -294,34 +299,6 @@ class PaymentsLedgerIntegrationTests {
 				this.json.writeValueAsString(event));
 		record.headers().add("X-Idempotency-Key", row.get("event_id").toString().getBytes(StandardCharsets.UTF_8));
 		this.kafka.send(record).get();
-	}
-
-	// the event ids each payment's events carry on a topic, read from its start to its end
-	private Map<String, Set<String>> publishedEventIds(String topic) {
-		Properties properties = new Properties();
-		properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-		Map<String, Set<String>> eventIds = new HashMap<>();
-		try (Consumer<String, String> consumer = this.consumers.createConsumer(null, "published-events", null,
-				properties)) {
-			List<TopicPartition> partitions = consumer.partitionsFor(topic)
-				.stream()
-				.map((partition) -> new TopicPartition(topic, partition.partition()))
-				.toList();
-			consumer.assign(partitions);
-			consumer.seekToBeginning(partitions);
-			Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
-			long deadline = System.nanoTime() + 20_000_000_000L;
-			while (partitions.stream().anyMatch((partition) -> consumer.position(partition) < ends.get(partition))
-					&& System.nanoTime() < deadline) {
-				for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
-					Header eventId = record.headers().lastHeader("X-Idempotency-Key");
-					eventIds.computeIfAbsent(this.json.readTree(record.value()).path("paymentId").asString(),
-							(payment) -> new HashSet<>())
-						.add(new String(eventId.value(), StandardCharsets.UTF_8));
-				}
-			}
-		}
-		return eventIds;
 	}
 
 	private static <T> T await(Callable<T> value, Predicate<T> condition) throws Exception {
