@@ -7,20 +7,19 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.time.OffsetDateTime;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Measurement;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.clients.admin.Admin;
@@ -41,23 +40,27 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.core.ConsumerFactory;
 import org.springframework.kafka.core.KafkaAdmin;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.stereotype.Component;
 
 /**
- * {@code --demo}: requests payments over HTTP and injects duplicates the ways production
- * does (a client retrying with the same {@code Idempotency-Key}, a relay or producer
- * sending an event twice, a consumer replaying from an old offset, Redis going away for a
- * few seconds), waits until everything drained, prints a {@link DemoVerdict} and exits 0
- * only when it holds.
+ * {@code --demo}: requests payments over HTTP, one in fifty an overdraft the ledger must
+ * refuse, and injects duplicates the ways production does (a client retrying with the same
+ * {@code Idempotency-Key}, a relay or producer sending an event twice, a consumer replaying
+ * from an old offset, Redis going away for a few seconds), waits until everything drained,
+ * prints a {@link DemoVerdict} and exits 0 only when it holds ({@code --demo.exit=false}
+ * keeps the application running).
  */
 @Component
 @ConditionalOnProperty(name = "demo")
 class Demo implements ApplicationRunner {
 
 	private static final Log logger = LogFactory.getLog(Demo.class);
+
+	private static final String REPLAYED = "Idempotent-Replayed";
 
 	private final ConfigurableApplicationContext context;
 
@@ -73,9 +76,9 @@ class Demo implements ApplicationRunner {
 
 	private final KafkaListenerEndpointRegistry listeners;
 
-	private final MeterRegistry meters;
-
 	private final JsonMapper json;
+
+	private final DemoAudit audit;
 
 	private final @Nullable EmbeddedServers servers;
 
@@ -91,9 +94,9 @@ class Demo implements ApplicationRunner {
 
 	Demo(ConfigurableApplicationContext context, AccountRepository accounts, JdbcTemplate jdbc,
 			KafkaTemplate<String, String> kafka, KafkaAdmin kafkaAdmin, KafkaListenerEndpointRegistry listeners,
-			MeterRegistry meters, JsonMapper json, ObjectProvider<EmbeddedServers> servers,
-			@Value("${demo.payments:3000}") int payments, @Value("${demo.timeout:180s}") Duration timeout,
-			@Value("${demo.exit:true}") boolean exit) {
+			ConsumerFactory<String, String> consumers, MeterRegistry meters, JsonMapper json,
+			ObjectProvider<EmbeddedServers> servers, @Value("${demo.payments:3000}") int payments,
+			@Value("${demo.timeout:180s}") Duration timeout, @Value("${demo.exit:true}") boolean exit) {
 		this.context = context;
 		this.environment = context.getEnvironment();
 		this.accounts = accounts;
@@ -101,8 +104,8 @@ class Demo implements ApplicationRunner {
 		this.kafka = kafka;
 		this.kafkaAdmin = kafkaAdmin;
 		this.listeners = listeners;
-		this.meters = meters;
 		this.json = json;
+		this.audit = new DemoAudit(jdbc, meters, new PublishedEvents(consumers, json));
 		this.servers = servers.getIfAvailable();
 		this.payments = payments;
 		this.timeout = timeout;
@@ -126,11 +129,13 @@ class Demo implements ApplicationRunner {
 	private DemoVerdict runDemo() throws Exception {
 		long start = System.nanoTime();
 		String run = UUID.randomUUID().toString().substring(0, 8);
+		// the payments of this run are those created since (they do not carry their key)
+		Traffic traffic = new Traffic(this.jdbc.queryForObject("SELECT clock_timestamp()", OffsetDateTime.class),
+				this.payments, this.audit.replayedRequests());
 		List<Account> all = this.accounts.findAll();
 		Random random = new Random(42);
 		String base = "http://localhost:" + this.environment.getProperty("local.server.port", "8080");
 		logger.info("Demo " + run + ": " + this.payments + " payments");
-		Traffic traffic = new Traffic();
 		int quarter = this.payments / 4;
 		int half = this.payments / 2;
 		for (int i = 0; i < this.payments; i++) {
@@ -141,14 +146,30 @@ class Demo implements ApplicationRunner {
 			}
 			Account account = all.get(random.nextInt(all.size()));
 			BigDecimal amount = BigDecimal.valueOf(1 + random.nextInt(9999), 2);
+			// more than the account ever held: the ledger must refuse it, once
+			boolean overdraft = i % 50 == 20;
+			if (overdraft) {
+				amount = account.getOpeningBalance().add(BigDecimal.ONE);
+			}
 			String body = "{\"account\":\"%s\",\"amount\":%s,\"currency\":\"%s\"}".formatted(account.getId(),
 					amount, account.getCurrency());
 			String key = "demo-" + run + "-" + i;
-			String first = post(base, key, body);
+			HttpResponse<String> first = post(base, key, body);
+			if (first.headers().firstValue(REPLAYED).isPresent()) {
+				traffic.wronglyMarked++;
+			}
+			if (overdraft) {
+				traffic.overdrafts.add(UUID.fromString(this.json.readTree(first.body()).path("id").asString()));
+			}
 			if (i % 10 == 0) {
+				// a client that timed out sends the request again, with its key
 				traffic.httpRetries++;
-				if (!first.equals(post(base, key, body))) {
+				HttpResponse<String> retry = post(base, key, body);
+				if (!first.body().equals(retry.body())) {
 					traffic.answeredDifferently++;
+				}
+				if (!retry.headers().firstValue(REPLAYED).orElse("").equals("true")) {
+					traffic.wronglyMarked++;
 				}
 			}
 			if (i == half && traffic.redisOutage) {
@@ -157,13 +178,14 @@ class Demo implements ApplicationRunner {
 				logger.info("Demo: Redis is back, empty");
 			}
 		}
-		traffic.resent = resendEvents(run);
-		traffic.replayed = replayFromStart(run);
-		boolean drained = awaitDrained(run, System.nanoTime() + this.timeout.toNanos());
-		return verdict(run, traffic, drained, Duration.ofNanos(System.nanoTime() - start));
+		traffic.resent = resendEvents(traffic.since);
+		traffic.replayed = replayFromStart(traffic.since);
+		long deadline = System.nanoTime() + this.timeout.toNanos();
+		boolean drained = awaitDrained(traffic.since, deadline);
+		return this.audit.verdict(traffic, drained, Duration.ofNanos(System.nanoTime() - start));
 	}
 
-	private String post(String base, String key, String body) throws Exception {
+	private HttpResponse<String> post(String base, String key, String body) throws Exception {
 		HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/payments"))
 			.header("Content-Type", "application/json")
 			.header(PaymentController.IDEMPOTENCY_KEY, key)
@@ -173,14 +195,14 @@ class Demo implements ApplicationRunner {
 		if (response.statusCode() != 201) {
 			throw new IllegalStateException("POST /payments answered " + response.statusCode() + ": " + response.body());
 		}
-		return response.body();
+		return response;
 	}
 
 	// a relay that dies after sending, or a producer retry: the same event, same event id
-	private int resendEvents(String run) throws Exception {
+	private int resendEvents(OffsetDateTime since) throws Exception {
 		List<Map<String, Object>> rows = this.jdbc.queryForList("""
 				SELECT id, account_id, amount, currency, event_id FROM payments
-				WHERE idempotency_key LIKE ? AND mod(abs(hashtext(idempotency_key)), 20) = 0""", "demo-" + run + "-%");
+				WHERE created_at >= ? AND mod(abs(hashtext(id::text)), 20) = 0""", since);
 		for (Map<String, Object> row : rows) {
 			PaymentRequested event = new PaymentRequested((UUID) row.get("id"), (String) row.get("account_id"),
 					(BigDecimal) row.get("amount"), ((String) row.get("currency")).trim());
@@ -196,8 +218,8 @@ class Demo implements ApplicationRunner {
 	}
 
 	// a consumer restart that replays from an old offset
-	private long replayFromStart(String run) throws Exception {
-		awaitLedgerEntries(run, this.payments / 2);
+	private long replayFromStart(OffsetDateTime since) throws Exception {
+		awaitDecided(since, this.payments / 2);
 		MessageListenerContainer container = this.listeners.getListenerContainer(PaymentListener.ID);
 		container.stop();
 		long replayed = 0;
@@ -235,23 +257,23 @@ class Demo implements ApplicationRunner {
 		return replayed;
 	}
 
-	private void awaitLedgerEntries(String run, long count) throws InterruptedException {
+	private void awaitDecided(OffsetDateTime since, long count) throws InterruptedException {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
-		while (ledgerEntries(run) < count && System.nanoTime() < deadline) {
+		while (decided(since) < count && System.nanoTime() < deadline) {
 			Thread.sleep(100);
 		}
 	}
 
-	private long ledgerEntries(String run) {
-		return this.jdbc.queryForObject("""
-				SELECT count(*) FROM ledger_entries l JOIN payments p ON p.id = l.payment_id
-				WHERE p.idempotency_key LIKE ?""", Long.class, "demo-" + run + "-%");
+	// payments the ledger booked or rejected
+	private long decided(OffsetDateTime since) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM payments WHERE created_at >= ? AND status <> 'PENDING'",
+				Long.class, since);
 	}
 
-	private boolean awaitDrained(String run, long deadline) throws Exception {
+	private boolean awaitDrained(OffsetDateTime since, long deadline) throws Exception {
 		try (Admin admin = Admin.create(this.kafkaAdmin.getConfigurationProperties())) {
 			while (System.nanoTime() < deadline) {
-				if (ledgerEntries(run) >= this.payments && outboxEmpty() && caughtUp(admin, PaymentListener.ID)
+				if (decided(since) >= this.payments && outboxEmpty() && caughtUp(admin, PaymentListener.ID)
 						&& caughtUp(admin, StatementProjection.ID)) {
 					return true;
 				}
@@ -279,78 +301,36 @@ class Demo implements ApplicationRunner {
 					&& entry.getValue().offset() >= ends.get(entry.getKey()).offset());
 	}
 
-	private DemoVerdict verdict(String run, Traffic traffic, boolean drained, Duration took) {
-		Map<String, BigDecimal> expected = new TreeMap<>();
-		Map<String, BigDecimal> actual = new TreeMap<>();
-		this.jdbc.query("""
-				SELECT a.id, a.balance, a.opening_balance - coalesce(sum(p.amount), 0) AS expected
-				FROM accounts a LEFT JOIN payments p ON p.account_id = a.id
-				GROUP BY a.id, a.balance, a.opening_balance""", (row) -> {
-			expected.put(row.getString("id"), row.getBigDecimal("expected"));
-			actual.put(row.getString("id"), row.getBigDecimal("balance"));
-		});
-		String like = "demo-" + run + "-%";
-		long created = this.jdbc.queryForObject("SELECT count(*) FROM payments WHERE idempotency_key LIKE ?",
-				Long.class, like);
-		long notOneEntry = this.jdbc.queryForObject("""
-				SELECT count(*) FROM payments p
-				WHERE p.idempotency_key LIKE ?
-				AND (SELECT count(*) FROM ledger_entries l WHERE l.payment_id = p.id) <> 1""", Long.class, like);
-		long notOneLine = this.jdbc.queryForObject("""
-				SELECT count(*) FROM payments p
-				WHERE p.idempotency_key LIKE ?
-				AND (SELECT count(*) FROM statement_lines s WHERE s.payment_id = p.id) <> 1""", Long.class, like);
-		return new DemoVerdict(this.payments, created, traffic.httpRetries, traffic.answeredDifferently,
-				traffic.resent, traffic.replayed, traffic.redisOutage, expected, actual, notOneEntry, notOneLine,
-				duplicates("cache"), duplicates("store"), sum("idempotency.outbox.published"), drained, took,
-				starterMeters());
-	}
+	/**
+	 * What the demo sent, and what its clients saw.
+	 */
+	static final class Traffic {
 
-	private double duplicates(String source) {
-		return this.meters.find("idempotency.messages")
-			.tag("listener", "PaymentListener.onPayment")
-			.tag("outcome", "duplicate")
-			.tag("source", source)
-			.counters()
-			.stream()
-			.mapToDouble(Counter::count)
-			.sum();
-	}
+		final OffsetDateTime since;
 
-	private double sum(String name) {
-		return this.meters.find(name).counters().stream().mapToDouble(Counter::count).sum();
-	}
+		final int payments;
 
-	private List<String> starterMeters() {
-		List<String> lines = new ArrayList<>();
-		for (Meter meter : this.meters.getMeters()) {
-			if (meter.getId().getName().startsWith("idempotency.")) {
-				StringBuilder line = new StringBuilder(meter.getId().getName());
-				meter.getId().getTags().forEach((tag) -> line.append(' ').append(tag.getKey()).append('=').append(tag.getValue()));
-				for (Measurement measurement : meter.measure()) {
-					line.append(" | ")
-						.append(measurement.getStatistic().getTagValueRepresentation())
-						.append(' ')
-						.append(String.format("%.4g", measurement.getValue()));
-				}
-				lines.add(line.toString());
-			}
-		}
-		lines.sort(null);
-		return lines;
-	}
+		final double replayedRequestsBefore;
 
-	private static final class Traffic {
+		final Set<UUID> overdrafts = new HashSet<>();
 
 		int httpRetries;
 
 		int answeredDifferently;
+
+		int wronglyMarked;
 
 		int resent;
 
 		long replayed;
 
 		boolean redisOutage;
+
+		Traffic(OffsetDateTime since, int payments, double replayedRequestsBefore) {
+			this.since = since;
+			this.payments = payments;
+			this.replayedRequestsBefore = replayedRequestsBefore;
+		}
 
 	}
 

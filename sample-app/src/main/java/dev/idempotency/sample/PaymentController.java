@@ -1,30 +1,35 @@
 package dev.idempotency.sample;
 
 import java.math.BigDecimal;
+import java.net.URI;
 import java.util.UUID;
 
-import dev.idempotency.sample.PaymentService.Accepted;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.idempotency.Idempotent;
 import dev.idempotency.sample.PaymentService.PaymentRequest;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.ErrorResponseException;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
-import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * {@code POST /payments}: a payment per {@code Idempotency-Key}; a repeated request gets
- * the first response.
+ * {@code POST /payments}: a payment per {@code Idempotency-Key}. The starter's
+ * {@code @Idempotent} claims the key, runs the handler and stores its response in one
+ * transaction; a retried request gets the stored response, marked
+ * {@code Idempotent-Replayed: true}, and creates nothing. {@code GET /payments/{id}}: the
+ * payment as it stands now ({@code PENDING}, {@code BOOKED} or {@code REJECTED}).
  */
 @RestController
 class PaymentController {
 
 	static final String IDEMPOTENCY_KEY = "Idempotency-Key";
-
-	static final int MAX_KEY_LENGTH = 200;
 
 	private final PaymentService payments;
 
@@ -32,44 +37,44 @@ class PaymentController {
 		this.payments = payments;
 	}
 
+	// a refusal is an exception, which the starter does not store: its work (none) rolls
+	// back, the key is free again and a retry with the same key is validated again
 	@PostMapping("/payments")
-	ResponseEntity<PaymentView> create(@RequestHeader(IDEMPOTENCY_KEY) String key,
-			@RequestBody PaymentBody body) {
-		PaymentRequest request = validate(key, body);
-		Accepted accepted;
-		try {
-			accepted = this.payments.request(key, request);
-		}
-		catch (DataIntegrityViolationException ex) {
-			// a concurrent request with the same key committed first: answer as it did
-			accepted = this.payments.request(key, request);
-		}
-		return ResponseEntity.status(HttpStatus.CREATED)
-			.header("Idempotent-Replayed", String.valueOf(accepted.replayed()))
-			.body(PaymentView.of(accepted.payment()));
+	@Idempotent
+	ResponseEntity<PaymentView> create(@RequestBody PaymentBody body) {
+		Payment payment = this.payments.request(validate(body));
+		return ResponseEntity.created(URI.create("/payments/" + payment.getId())).body(PaymentView.of(payment));
 	}
 
-	private static PaymentRequest validate(String key, PaymentBody body) {
-		if (key.isBlank() || key.length() > MAX_KEY_LENGTH) {
-			throw InvalidPaymentException
-				.badRequest(IDEMPOTENCY_KEY + " must have 1 to " + MAX_KEY_LENGTH + " characters");
-		}
+	// the stored response of POST says PENDING, as it did then; this is the status now
+	@GetMapping("/payments/{id}")
+	PaymentView payment(@PathVariable UUID id) {
+		return this.payments.find(id)
+			.map(PaymentView::of)
+			.orElseThrow(() -> new ErrorResponseException(HttpStatus.NOT_FOUND,
+					ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, "Payment " + id + " does not exist"), null));
+	}
+
+	private static PaymentRequest validate(PaymentBody body) {
 		if (body.account() == null || body.account().isBlank()) {
 			throw InvalidPaymentException.badRequest("account is required");
 		}
-		if (body.amount() == null) {
+		BigDecimal amount = body.amount();
+		if (amount == null) {
 			throw InvalidPaymentException.badRequest("amount is required");
 		}
-		if (body.amount().signum() <= 0) {
+		if (amount.signum() <= 0) {
 			throw InvalidPaymentException.badRequest("amount must be positive");
 		}
-		if (body.amount().stripTrailingZeros().scale() > 2 || body.amount().precision() > 17) {
-			throw InvalidPaymentException.badRequest("amount must have at most 15 digits and 2 decimals");
+		// digits before the point: precision - scale (1e20 has a precision of 1, a scale of -20)
+		if (amount.stripTrailingZeros().scale() > 2 || (long) amount.precision() - amount.scale() > 15) {
+			throw InvalidPaymentException
+				.badRequest("amount must have at most 15 digits before the decimal point and 2 after it");
 		}
 		if (body.currency() == null || !body.currency().matches("[A-Z]{3}")) {
 			throw InvalidPaymentException.badRequest("currency must be an ISO 4217 code such as EUR");
 		}
-		return new PaymentRequest(body.account(), body.amount(), body.currency());
+		return new PaymentRequest(body.account(), amount, body.currency());
 	}
 
 	/**
@@ -89,11 +94,15 @@ class PaymentController {
 	 * @param account the account
 	 * @param amount the amount
 	 * @param currency the currency
+	 * @param status where the payment stands
+	 * @param reason why it was rejected, absent unless it was
 	 */
-	record PaymentView(UUID id, String account, BigDecimal amount, String currency) {
+	record PaymentView(UUID id, String account, BigDecimal amount, String currency, Payment.Status status,
+			@JsonInclude(JsonInclude.Include.NON_NULL) @Nullable String reason) {
 
 		static PaymentView of(Payment payment) {
-			return new PaymentView(payment.getId(), payment.getAccount(), payment.getAmount(), payment.getCurrency());
+			return new PaymentView(payment.getId(), payment.getAccount(), payment.getAmount(), payment.getCurrency(),
+					payment.getStatus(), payment.getReason());
 		}
 
 	}

@@ -1,12 +1,9 @@
 package dev.idempotency.sample;
 
-import java.util.Optional;
 import java.util.UUID;
 
 import org.springframework.data.jpa.repository.JpaRepository;
 
 interface PaymentRepository extends JpaRepository<Payment, UUID> {
-
-	Optional<Payment> findByIdempotencyKey(String idempotencyKey);
 
 }

@@ -10,8 +10,9 @@ import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
 /**
- * Accepts payments: stores each one once per idempotency key and, in the same
- * transaction, publishes {@link PaymentRequested} through the outbox.
+ * Accepts payments: stores each one and, in the same transaction, publishes
+ * {@link PaymentRequested} through the outbox. Called by an {@code @Idempotent} handler,
+ * it joins the transaction of the request's claim: once per idempotency key.
  */
 @Service
 class PaymentService {
@@ -31,18 +32,14 @@ class PaymentService {
 	}
 
 	/**
-	 * Request a payment. A request whose key was seen gets the payment created then, and
-	 * creates nothing.
-	 * @param key the request's idempotency key
+	 * Request a payment.
 	 * @param request the validated request
-	 * @return the payment, and whether it existed already
+	 * @return the payment
+	 * @throws InvalidPaymentException if the account does not exist or is in another
+	 * currency
 	 */
 	@Transactional
-	Accepted request(String key, PaymentRequest request) {
-		Optional<Payment> existing = this.payments.findByIdempotencyKey(key);
-		if (existing.isPresent()) {
-			return new Accepted(sameRequest(existing.get(), request), true);
-		}
+	Payment request(PaymentRequest request) {
 		Account account = this.accounts.findById(request.account())
 			.orElseThrow(() -> InvalidPaymentException.unprocessable("unknown-account", "Unknown account",
 					"Account '" + request.account() + "' does not exist"));
@@ -50,25 +47,23 @@ class PaymentService {
 			throw InvalidPaymentException.unprocessable("currency-mismatch", "Currency mismatch", "Account '"
 					+ account.getId() + "' is in " + account.getCurrency() + ", not " + request.currency());
 		}
-		Payment payment = new Payment(key, account.getId(), request.amount(), request.currency());
+		Payment payment = new Payment(account.getId(), request.amount(), request.currency());
 		UUID eventId = this.outbox.publish(PAYMENTS_TOPIC, payment.getAccount(), new PaymentRequested(payment.getId(),
 				payment.getAccount(), payment.getAmount(), payment.getCurrency()));
 		payment.setEventId(eventId);
-		// flushed here so that a concurrent request with the same key fails on the unique
-		// constraint now, rolling back the outbox event with it
-		this.payments.saveAndFlush(payment);
-		return new Accepted(payment, false);
+		// flushed here, so that a failed insert is the handler's exception, answered by the
+		// application's exception handling, rather than a failure of the starter's commit
+		return this.payments.saveAndFlush(payment);
 	}
 
-	private static Payment sameRequest(Payment payment, PaymentRequest request) {
-		boolean same = payment.getAccount().equals(request.account())
-				&& payment.getAmount().compareTo(request.amount()) == 0
-				&& payment.getCurrency().equals(request.currency());
-		if (!same) {
-			throw InvalidPaymentException.unprocessable("idempotency-key-reused", "Idempotency-Key reused",
-					"The Idempotency-Key was used for a different payment request");
-		}
-		return payment;
+	/**
+	 * Find a payment.
+	 * @param id the payment id
+	 * @return the payment, or empty if there is none with that id
+	 */
+	@Transactional(readOnly = true)
+	Optional<Payment> find(UUID id) {
+		return this.payments.findById(id);
 	}
 
 	/**
@@ -79,15 +74,6 @@ class PaymentService {
 	 * @param currency the ISO 4217 currency code
 	 */
 	record PaymentRequest(String account, BigDecimal amount, String currency) {
-	}
-
-	/**
-	 * An accepted payment.
-	 *
-	 * @param payment the payment
-	 * @param replayed whether an earlier request with the same key created it
-	 */
-	record Accepted(Payment payment, boolean replayed) {
 	}
 
 }

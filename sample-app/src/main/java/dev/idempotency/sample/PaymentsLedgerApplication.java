@@ -44,4 +44,9 @@ public class PaymentsLedgerApplication {
 		return TopicBuilder.name(PaymentListener.ACCOUNT_DEBITED_TOPIC).partitions(partitions).replicas(1).build();
 	}
 
+	@Bean
+	NewTopic paymentRejectedTopic(@Value("${sample.topics.partitions:3}") int partitions) {
+		return TopicBuilder.name(PaymentListener.PAYMENT_REJECTED_TOPIC).partitions(partitions).replicas(1).build();
+	}
+
 }
