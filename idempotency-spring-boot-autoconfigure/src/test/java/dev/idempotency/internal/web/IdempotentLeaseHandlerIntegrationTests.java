@@ -104,6 +104,24 @@ class IdempotentLeaseHandlerIntegrationTests {
 	}
 
 	@Test
+	void aRequestRetriedThreeTimesGivesItsTwoEventsAndTwoEffects() {
+		String key = UUID.randomUUID().toString();
+		HttpResponse<String> first = post("/orders", key, "{\"amount\": 7}");
+		for (int retry = 0; retry < 3; retry++) {
+			HttpResponse<String> again = post("/orders", key, "{\"amount\": 7}");
+			assertThat(again.body()).isEqualTo(first.body());
+			assertThat(again.headers().firstValue(StoredResponse.REPLAYED)).hasValue("true");
+		}
+		await().atMost(TestApplication.TIMEOUT)
+			.untilAsserted(() -> assertThat(app.rows(
+					"SELECT count(*) FROM web_lease_effects WHERE message_key LIKE ?", key + "%")).isEqualTo(2));
+		app.awaitCommitted(TOPIC + "-applied", TOPIC);
+		assertThat(ChargeEvents.received.stream().filter((value) -> value.startsWith(key))).hasSize(2);
+		assertThat(app.jdbc().queryForList("SELECT message_key FROM web_lease_effects WHERE message_key LIKE ?",
+				String.class, key + "%")).containsExactlyInAnyOrder(key + " 1", key + " 2");
+	}
+
+	@Test
 	void derivesTheSameEventIdsAfterARolledBackTransaction() {
 		String key = UUID.randomUUID().toString();
 		TransactionTemplate transactions = app.bean(TransactionTemplate.class);
@@ -151,6 +169,15 @@ class IdempotentLeaseHandlerIntegrationTests {
 			entered.countDown();
 			hold.await(10, TimeUnit.SECONDS);
 			return ResponseEntity.status(201).body("held " + UUID.randomUUID());
+		}
+
+		@PostMapping("/orders")
+		@Idempotent
+		ResponseEntity<String> order(HttpServletRequest request) {
+			String key = request.getHeader("Idempotency-Key");
+			this.outbox.publish(TOPIC, key, key + " 1");
+			this.outbox.publish(TOPIC, key, key + " 2");
+			return ResponseEntity.status(201).body("ordered " + UUID.randomUUID());
 		}
 
 		@PostMapping("/charges")
