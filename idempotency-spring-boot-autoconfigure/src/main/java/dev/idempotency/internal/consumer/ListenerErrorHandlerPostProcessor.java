@@ -9,9 +9,10 @@ import org.springframework.aop.framework.Advised;
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
-import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.beans.factory.config.SmartInstantiationAwareBeanPostProcessor;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
+import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
@@ -24,8 +25,12 @@ import org.springframework.util.ReflectionUtils;
  * it through; the handler still gets every other failure. The bean is proxied, by its
  * class where the class and its {@code handleError} methods can be overridden, so that it
  * can still be injected as its own type; else by its interfaces.
+ * <p>
+ * Ahead of time (Spring AOT), it tells the type of the proxy it will create, so that a
+ * class-based proxy is generated at build time and a proxy of interfaces gets its hint:
+ * a native image cannot define either at run time.
  */
-public final class ListenerErrorHandlerPostProcessor implements BeanPostProcessor {
+public final class ListenerErrorHandlerPostProcessor implements SmartInstantiationAwareBeanPostProcessor {
 
 	private static final NameMatchMethodPointcutAdvisor INFRASTRUCTURE_FIRST = new NameMatchMethodPointcutAdvisor(
 			(MethodInterceptor) (invocation) -> {
@@ -69,6 +74,21 @@ public final class ListenerErrorHandlerPostProcessor implements BeanPostProcesso
 		proxy.setProxyTargetClass(canSubclass(AopUtils.getTargetClass(bean)));
 		proxy.addAdvisor(INFRASTRUCTURE_FIRST);
 		return proxy.getProxy(bean.getClass().getClassLoader());
+	}
+
+	// the class postProcessAfterInitialization will return for a bean of this class; a
+	// bean whose definition names an interface (a lambda, say) is proxied by its interfaces
+	@Override
+	public Class<?> determineBeanType(Class<?> beanClass, String beanName) {
+		if (!KafkaListenerErrorHandler.class.isAssignableFrom(beanClass) || Advised.class.isAssignableFrom(beanClass)) {
+			return beanClass;
+		}
+		ProxyFactory proxy = new ProxyFactory();
+		proxy.setTargetClass(beanClass);
+		proxy.setInterfaces(ClassUtils.getAllInterfacesForClass(beanClass, beanClass.getClassLoader()));
+		proxy.setProxyTargetClass(canSubclass(beanClass));
+		proxy.addAdvisor(INFRASTRUCTURE_FIRST);
+		return proxy.getProxyClass(beanClass.getClassLoader());
 	}
 
 }

@@ -46,6 +46,29 @@ class ListenerErrorHandlerPostProcessorUnitTests {
 		assertOutageThrows((KafkaListenerErrorHandler) handler);
 	}
 
+	@Test
+	void theTypeItTellsAheadOfTimeIsTheClassOfTheProxyItCreates() {
+		assertAheadOfTimeType(PlainHandler.class, new PlainHandler());
+		assertAheadOfTimeType(FinalMethodHandler.class, new FinalMethodHandler());
+		assertAheadOfTimeType(RecordHandler.class, new RecordHandler("configured"));
+		// a @Bean method declared to return the interface, and returning a lambda
+		KafkaListenerErrorHandler lambda = (message, exception) -> "configured";
+		assertAheadOfTimeType(KafkaListenerErrorHandler.class, lambda);
+	}
+
+	@Test
+	void otherBeansKeepTheirTypeAheadOfTime() {
+		assertThat(this.postProcessor.determineBeanType(String.class, "other")).isEqualTo(String.class);
+	}
+
+	// AOT generates the class, or the hint for it, from the type told at build time; the
+	// proxy created at run time must be of that very class
+	private void assertAheadOfTimeType(Class<?> definedType, KafkaListenerErrorHandler bean) {
+		Class<?> aheadOfTime = this.postProcessor.determineBeanType(definedType, "handler");
+		assertThat(aheadOfTime).isNotEqualTo(definedType)
+			.isSameAs(this.postProcessor.postProcessAfterInitialization(bean, "handler").getClass());
+	}
+
 	private static void assertOutageThrows(KafkaListenerErrorHandler handler) {
 		RuntimeException outage = new DataAccessResourceFailureException("database down");
 		// as the interceptor does when an @Idempotent method fails
