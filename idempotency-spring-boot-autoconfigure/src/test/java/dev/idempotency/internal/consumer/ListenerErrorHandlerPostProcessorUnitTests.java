@@ -1,7 +1,11 @@
 package dev.idempotency.internal.consumer;
 
+import java.lang.reflect.Proxy;
+
 import org.junit.jupiter.api.Test;
 
+import org.springframework.beans.factory.support.DefaultListableBeanFactory;
+import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.kafka.listener.KafkaListenerErrorHandler;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
@@ -57,6 +61,26 @@ class ListenerErrorHandlerPostProcessorUnitTests {
 	}
 
 	@Test
+	void aHandlerDeclaredAsTheInterfaceIsProxiedAsTheInterfaceAheadOfTimeAndAtRunTime() {
+		DefaultListableBeanFactory beanFactory = new DefaultListableBeanFactory();
+		beanFactory.registerBeanDefinition("handlers", new RootBeanDefinition(Handlers.class));
+		RootBeanDefinition definition = new RootBeanDefinition();
+		definition.setFactoryBeanName("handlers");
+		definition.setFactoryMethodName("plainHandler");
+		beanFactory.registerBeanDefinition("handler", definition);
+		this.postProcessor.setBeanFactory(beanFactory);
+		beanFactory.addBeanPostProcessor(this.postProcessor);
+		// all Spring AOT knows of the bean: the return type of its @Bean method
+		Class<?> declared = beanFactory.getType("handler");
+		assertThat(declared).isEqualTo(KafkaListenerErrorHandler.class);
+		Class<?> aheadOfTime = this.postProcessor.determineBeanType(declared, "handler");
+		Object handler = beanFactory.getBean("handler");
+		assertThat(handler.getClass()).isSameAs(aheadOfTime);
+		assertThat(Proxy.isProxyClass(aheadOfTime)).isTrue();
+		assertOutageThrows((KafkaListenerErrorHandler) handler);
+	}
+
+	@Test
 	void otherBeansKeepTheirTypeAheadOfTime() {
 		assertThat(this.postProcessor.determineBeanType(String.class, "other")).isEqualTo(String.class);
 	}
@@ -75,6 +99,14 @@ class ListenerErrorHandlerPostProcessorUnitTests {
 		IdempotentFailures.remember(outage);
 		assertThatExceptionOfType(ListenerExecutionFailedException.class).isThrownBy(
 				() -> handler.handleError(new GenericMessage<>("p"), new ListenerExecutionFailedException("x", outage)));
+	}
+
+	static class Handlers {
+
+		KafkaListenerErrorHandler plainHandler() {
+			return new PlainHandler();
+		}
+
 	}
 
 	record RecordHandler(String name) implements KafkaListenerErrorHandler {
