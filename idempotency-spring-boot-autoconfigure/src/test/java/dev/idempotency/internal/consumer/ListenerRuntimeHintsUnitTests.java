@@ -16,6 +16,8 @@ import org.springframework.aot.hint.MemberCategory;
 import org.springframework.aot.hint.RuntimeHints;
 import org.springframework.aot.hint.predicate.ReflectionHintsPredicates;
 import org.springframework.aot.hint.predicate.RuntimeHintsPredicates;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
 import org.springframework.kafka.listener.CommonDelegatingErrorHandler;
 import org.springframework.kafka.listener.CommonMixedErrorHandler;
@@ -51,6 +53,13 @@ class ListenerRuntimeHintsUnitTests {
 		assertThat(reflection.onFieldAccess(CommonDelegatingErrorHandler.class, "delegates")).accepts(this.hints);
 		assertThat(reflection.onFieldAccess(CommonMixedErrorHandler.class, "recordErrorHandler")).accepts(this.hints);
 		assertThat(reflection.onFieldAccess(CommonMixedErrorHandler.class, "batchErrorHandler")).accepts(this.hints);
+	}
+
+	@Test
+	void registersNothingWithoutSpringKafka() {
+		RuntimeHints hints = new RuntimeHints();
+		new ListenerRuntimeHints().registerHints(hints, new FilteredClassLoader(KafkaListener.class));
+		assertThat(hints.reflection().typeHints()).isEmpty();
 	}
 
 	@Test
