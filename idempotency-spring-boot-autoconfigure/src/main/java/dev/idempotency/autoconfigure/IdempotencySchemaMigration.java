@@ -10,6 +10,7 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
 
 import org.springframework.beans.factory.InitializingBean;
+import org.springframework.core.NativeDetector;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -31,12 +32,20 @@ final class IdempotencySchemaMigration implements InitializingBean {
 
 	private final String historyTable;
 
+	private final boolean nativeImage;
+
 	IdempotencySchemaMigration(DataSource dataSource, TableName processedMessages, TableName outbox,
 			String historyTable) {
+		this(dataSource, processedMessages, outbox, historyTable, NativeDetector.inNativeImage());
+	}
+
+	IdempotencySchemaMigration(DataSource dataSource, TableName processedMessages, TableName outbox,
+			String historyTable, boolean nativeImage) {
 		this.dataSource = dataSource;
 		this.processedMessages = processedMessages;
 		this.outbox = outbox;
 		this.historyTable = historyTable;
+		this.nativeImage = nativeImage;
 	}
 
 	@Override
@@ -54,6 +63,10 @@ final class IdempotencySchemaMigration implements InitializingBean {
 					this.outbox.qualified(), "outbox_table_name", this.outbox.table()));
 		if (this.processedMessages.schema() != null) {
 			configuration.schemas(this.processedMessages.schema()).createSchemas(true);
+		}
+		if (this.nativeImage) {
+			configuration.resourceProvider(new NativeImageMigrations(configuration.getClassLoader(),
+					configuration.getEncoding()));
 		}
 		configuration.load().migrate();
 		requireTables();

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 
+import dev.idempotency.internal.store.TableName;
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.store.LeaseClaim;
 import dev.idempotency.store.LeaseStore;
@@ -75,6 +76,21 @@ class IdempotencySchemaMigrationIntegrationTests {
 					.allSatisfy((table) -> assertThat(exists(context, table)).as(table).isTrue());
 			}
 		}
+	}
+
+	@Test
+	void migratesWithTheMigrationsListedAsInANativeImage() {
+		String url = createDatabase("native_image_listing");
+		TestInfrastructure.Postgres postgres = TestInfrastructure.postgres();
+		DriverManagerDataSource dataSource = new DriverManagerDataSource(url, postgres.username(),
+				postgres.password());
+		new IdempotencySchemaMigration(dataSource, new TableName(null, "processed_messages"),
+				new TableName(null, "outbox"), "idempotency_schema_history", true)
+			.afterPropertiesSet();
+		assertThat(new JdbcTemplate(dataSource).queryForList("SELECT version || ' ' || description FROM "
+				+ "idempotency_schema_history WHERE success AND version <> '0' ORDER BY installed_rank", String.class))
+			.containsExactly("1 processed messages", "2 outbox", "3 lease claims", "4 outbox claims",
+					"5 outbox due at once");
 	}
 
 	@Test

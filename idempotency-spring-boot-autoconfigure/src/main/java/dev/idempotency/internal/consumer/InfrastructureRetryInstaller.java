@@ -44,9 +44,13 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 
 	private static final Log logger = LogFactory.getLog(InfrastructureRetryInstaller.class);
 
-	// of CommonDelegatingErrorHandler and CommonMixedErrorHandler
-	private static final List<String> DELEGATE_FIELDS = List.of("defaultErrorHandler", "delegates",
-			"recordErrorHandler", "batchErrorHandler");
+	/**
+	 * The fields the delegating error handlers keep their delegates in (see
+	 * {@link ListenerRuntimeHints}).
+	 */
+	static final Map<Class<?>, List<String>> DELEGATE_FIELDS = Map.of(CommonDelegatingErrorHandler.class,
+			List.of("defaultErrorHandler", "delegates"), CommonMixedErrorHandler.class,
+			List.of("recordErrorHandler", "batchErrorHandler"));
 
 	private static final int MAX_DELEGATION_DEPTH = 8;
 
@@ -159,20 +163,24 @@ public final class InfrastructureRetryInstaller implements SmartLifecycle {
 		if (handler instanceof DefaultErrorHandler defaultErrorHandler) {
 			defaultErrorHandler.addNotRetryableExceptions(IdempotencyExceptions.notRetryable());
 		}
-		else if ((handler instanceof CommonDelegatingErrorHandler || handler instanceof CommonMixedErrorHandler)
-				&& depth < MAX_DELEGATION_DEPTH) {
-			DirectFieldAccessor fields = new DirectFieldAccessor(handler);
-			for (String field : DELEGATE_FIELDS) {
-				if (fields.isReadableProperty(field)) {
-					Object delegate = fields.getPropertyValue(field);
-					if (delegate instanceof Map<?, ?> delegates) {
-						delegates.values().forEach((each) -> notRetryable(each, depth + 1));
-					}
-					else {
-						notRetryable(delegate, depth + 1);
+		else if (handler != null && depth < MAX_DELEGATION_DEPTH) {
+			DELEGATE_FIELDS.forEach((type, names) -> {
+				if (!type.isInstance(handler)) {
+					return;
+				}
+				DirectFieldAccessor fields = new DirectFieldAccessor(handler);
+				for (String field : names) {
+					if (fields.isReadableProperty(field)) {
+						Object delegate = fields.getPropertyValue(field);
+						if (delegate instanceof Map<?, ?> delegates) {
+							delegates.values().forEach((each) -> notRetryable(each, depth + 1));
+						}
+						else {
+							notRetryable(delegate, depth + 1);
+						}
 					}
 				}
-			}
+			});
 		}
 	}
 

@@ -1,5 +1,7 @@
 package dev.idempotency.internal.consumer;
 
+import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 import org.jspecify.annotations.Nullable;
@@ -36,6 +38,13 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 	private static final String CUSTOMIZER_FIELD = "containerCustomizer";
 
 	private static final String RETRY_TOPICS_CONFIGURER_FIELD = "listenerContainerFactoryConfigurer";
+
+	/**
+	 * The fields read, by the type that declares them (see {@link ListenerRuntimeHints}).
+	 */
+	static final Map<Class<?>, List<String>> FIELDS_READ = Map.of(AbstractKafkaListenerContainerFactory.class,
+			List.of(FILTER_FIELD, CUSTOMIZER_FIELD), RetryTopicConfigurer.class, List.of(RETRY_TOPICS_CONFIGURER_FIELD),
+			ListenerContainerFactoryConfigurer.class, List.of(CUSTOMIZER_FIELD));
 
 	private final ObjectProvider<InfrastructureRetryInstaller> installers;
 

@@ -10,7 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -27,6 +29,7 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.yaml.snakeyaml.Yaml;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -44,17 +47,23 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Every metric name and label that a panel of {@code docs/grafana/idempotency-dashboard.json}
- * or an alert rule of {@code docs/operations.md} queries is in the scrape of an application
- * with the Prometheus registry, after traffic through every decision: processed, duplicate
- * from the cache and from the store, failed, rejected, an outbox event published and one
- * dead. Real Kafka, PostgreSQL and Redis. The scrape is the registry's
+ * Every metric name and label that a panel or a variable of
+ * {@code docs/observability/grafana/dashboards/idempotency-dashboard.json} or an alert rule
+ * of {@code docs/observability/prometheus/idempotency-alerts.yml} queries is in the scrape
+ * of an application with the Prometheus registry, after traffic through every decision:
+ * processed, duplicate from the cache and from the store, failed, rejected, an outbox event
+ * published and one dead. Real Kafka, PostgreSQL and Redis. The scrape is the registry's
  * ({@link PrometheusMeterRegistry#scrape()}, what {@code /actuator/prometheus} serves),
- * without a web server.
+ * without a web server, with the labels Prometheus gives every series of a target
+ * ({@code job}, {@code instance}). The application sets the {@code application} tag as the
+ * documentation says.
  * <p>
- * The check extracts names ({@code idempotency_...}), the label matchers that follow them,
- * the labels of {@code by (...)} clauses and {@code label_values(...)}; it does not parse
- * PromQL (see docs/operations.md).
+ * The dashboard's variables are resolved from the scrape as Grafana resolves them from
+ * Prometheus, in order, and substituted: a variable with one value by that value (so that
+ * the value is checked too), one with several by its "All" value. The check extracts names
+ * ({@code idempotency_...}), the label matchers that follow them, the labels of
+ * {@code by (...)} clauses and {@code label_values(...)}; it does not parse PromQL (see
+ * docs/operations.md).
  */
 class DashboardScrapeIntegrationTests {
 
@@ -64,7 +73,13 @@ class DashboardScrapeIntegrationTests {
 
 	private static final String LEASE_TOPIC = "it-scrape-lease";
 
-	private static final Path DOCS = Path.of("..", "docs");
+	private static final String APPLICATION = "dashboard-scrape";
+
+	/**
+	 * The labels Prometheus adds to every series it scrapes from a target.
+	 */
+	private static final Map<String, String> TARGET_LABELS = Map.of("job", "payments-ledger", "instance",
+			"host.docker.internal:8080");
 
 	private static final Pattern SELECTOR = Pattern.compile("\\b(idempotency_[a-z0-9_]+)\\s*(\\{([^}]*)\\})?");
 
@@ -73,7 +88,11 @@ class DashboardScrapeIntegrationTests {
 	private static final Pattern BY = Pattern.compile("\\b(?:by|without)\\s*\\(([^)]*)\\)");
 
 	private static final Pattern LABEL_VALUES = Pattern
-		.compile("label_values\\(\\s*(idempotency_[a-z0-9_]+)\\s*,\\s*([a-zA-Z_][a-zA-Z0-9_]*)\\s*\\)");
+		.compile("label_values\\(\\s*(idempotency_[a-z0-9_]+)?\\s*(\\{([^}]*)\\})?\\s*,\\s*([a-zA-Z_][a-zA-Z0-9_]*)\\s*\\)");
+
+	private static final Pattern NAME_MATCHER = Pattern.compile("__name__\\s*=~\\s*\"([^\"]*)\"");
+
+	private static final Pattern VARIABLE = Pattern.compile("\\$\\{?([a-zA-Z_][a-zA-Z0-9_]*)\\}?");
 
 	private static final Pattern SAMPLE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{(.*)\\})?\\s+\\S+.*$");
 
@@ -91,7 +110,8 @@ class DashboardScrapeIntegrationTests {
 	static final TestApplication app = TestApplication.of(App.class)
 		.topics(TOPIC, OUTBOX_TOPIC, LEASE_TOPIC)
 		.properties(TestApplications.WITHOUT_JPA, TestApplications.WITH_RELAY, redis.springProperty(),
-				"management.prometheus.metrics.export.enabled=true", "idempotency.cache.enabled=true",
+				"management.prometheus.metrics.export.enabled=true",
+				"management.metrics.tags.application=" + APPLICATION, "idempotency.cache.enabled=true",
 				"idempotency.missing-key=reject", "idempotency.outbox.table=scrape_outbox",
 				"idempotency.flyway.table=scrape_schema_history", "idempotency.outbox.max-attempts=1",
 				"idempotency.outbox.poll-interval=200ms", "spring.kafka.producer.properties[max.block.ms]=500",
@@ -102,8 +122,8 @@ class DashboardScrapeIntegrationTests {
 	void everyNameAndLabelOfTheDashboardAndTheAlertsIsInTheScrape() throws IOException {
 		driveEveryDecision();
 		Map<String, List<Map<String, String>>> scrape = parse(app.bean(PrometheusMeterRegistry.class).scrape());
-		List<String> expressions = new ArrayList<>(dashboardExpressions());
-		assertThat(expressions).hasSizeGreaterThan(15);
+		List<String> expressions = new ArrayList<>(dashboardExpressions(scrape));
+		assertThat(expressions).hasSizeGreaterThan(15).noneMatch((expression) -> expression.contains("$"));
 		List<String> alerts = alertExpressions();
 		assertThat(alerts).hasSizeGreaterThanOrEqualTo(5);
 		expressions.addAll(alerts);
@@ -166,50 +186,104 @@ class DashboardScrapeIntegrationTests {
 			.until(() -> app.count("idempotency.messages", "outcome", outcome, "source", source) >= atLeast);
 	}
 
-	private static List<String> dashboardExpressions() throws IOException {
+	/**
+	 * The queries of the panels and of the variables, with the variables substituted.
+	 */
+	private static List<String> dashboardExpressions(Map<String, List<Map<String, String>>> scrape)
+			throws IOException {
 		JsonNode dashboard = JsonMapper.builder()
 			.build()
-			.readTree(Files.readString(DOCS.resolve("grafana/idempotency-dashboard.json")));
+			.readTree(Files.readString(ObservabilityFilesUnitTests.DASHBOARD));
+		Map<String, String> values = new HashMap<>(Map.of("__rate_interval", "1m"));
 		List<String> expressions = new ArrayList<>();
-		for (JsonNode panel : dashboard.get("panels")) {
-			for (JsonNode target : panel.path("targets")) {
-				expressions.add(target.get("expr").asString());
-			}
-		}
 		for (JsonNode variable : dashboard.get("templating").get("list")) {
 			if (variable.has("definition")) {
-				expressions.add(variable.get("definition").asString());
+				String definition = substitute(variable.get("definition").asString(), values);
+				expressions.add(definition);
+				Set<String> resolved = labelValues(definition, scrape);
+				values.put(variable.get("name").asString(),
+						(resolved.size() == 1) ? resolved.iterator().next() : variable.get("allValue").asString());
+			}
+		}
+		for (JsonNode panel : dashboard.get("panels")) {
+			for (JsonNode target : panel.path("targets")) {
+				expressions.add(substitute(target.get("expr").asString(), values));
 			}
 		}
 		return expressions;
 	}
 
+	private static String substitute(String expression, Map<String, String> values) {
+		return VARIABLE.matcher(expression)
+			.replaceAll((variable) -> Matcher.quoteReplacement(values.getOrDefault(variable.group(1), variable.group())));
+	}
+
 	/**
-	 * The {@code expr} of each rule in the YAML blocks of the operations page, folded onto
-	 * one line.
+	 * The values of a {@code label_values(selector, label)} query, over the series that
+	 * its selector's name (or {@code __name__} regex) and exact or regex matchers select.
 	 */
+	private static Set<String> labelValues(String query, Map<String, List<Map<String, String>>> scrape) {
+		Matcher labelValues = LABEL_VALUES.matcher(query);
+		assertThat(labelValues.find()).as(query).isTrue();
+		String matchers = (labelValues.group(3) != null) ? labelValues.group(3) : "";
+		Set<String> values = new TreeSet<>();
+		for (String name : selectedNames(labelValues, scrape)) {
+			scrape.get(name)
+				.stream()
+				.filter((labels) -> selects(matchers, labels))
+				.map((labels) -> labels.get(labelValues.group(4)))
+				.filter(Objects::nonNull)
+				.forEach(values::add);
+		}
+		return values;
+	}
+
+	/**
+	 * The names of the scrape that the selector of a {@code label_values} query names, or
+	 * whose names its {@code __name__} regex matches.
+	 */
+	private static List<String> selectedNames(Matcher labelValues, Map<String, List<Map<String, String>>> scrape) {
+		if (labelValues.group(1) != null) {
+			return scrape.containsKey(labelValues.group(1)) ? List.of(labelValues.group(1)) : List.of();
+		}
+		Matcher nameMatcher = NAME_MATCHER.matcher((labelValues.group(3) != null) ? labelValues.group(3) : "");
+		if (!nameMatcher.find()) {
+			return List.of();
+		}
+		Pattern names = Pattern.compile(nameMatcher.group(1));
+		return scrape.keySet()
+			.stream()
+			.filter((name) -> name.startsWith("idempotency_") && names.matcher(name).matches())
+			.sorted()
+			.toList();
+	}
+
+	private static boolean selects(String matchers, Map<String, String> labels) {
+		Matcher matcher = MATCHER.matcher(matchers);
+		while (matcher.find()) {
+			if (matcher.group(1).equals("__name__")) {
+				continue;
+			}
+			String value = labels.getOrDefault(matcher.group(1), "");
+			boolean matches = matcher.group(2).endsWith("~") ? value.matches(matcher.group(3))
+					: value.equals(matcher.group(3));
+			if (matches == matcher.group(2).startsWith("!")) {
+				return false;
+			}
+		}
+		return true;
+	}
+
+	/**
+	 * The {@code expr} of each rule of the alert rules file.
+	 */
+	@SuppressWarnings("unchecked")
 	private static List<String> alertExpressions() throws IOException {
+		Map<String, Object> file = new Yaml().load(Files.readString(ObservabilityFilesUnitTests.ALERT_RULES));
 		List<String> expressions = new ArrayList<>();
-		boolean yaml = false;
-		StringBuilder expression = null;
-		for (String line : Files.readAllLines(DOCS.resolve("operations.md"))) {
-			if (line.startsWith("```")) {
-				yaml = line.equals("```yaml");
-				continue;
-			}
-			if (!yaml) {
-				continue;
-			}
-			String trimmed = line.trim();
-			if (trimmed.startsWith("expr:")) {
-				expression = new StringBuilder(trimmed.substring("expr:".length()));
-			}
-			else if (expression != null && trimmed.matches("^[a-z_]+:.*")) {
-				expressions.add(expression.toString().replace(">-", "").trim());
-				expression = null;
-			}
-			else if (expression != null) {
-				expression.append(' ').append(trimmed);
+		for (Map<String, Object> group : (List<Map<String, Object>>) file.get("groups")) {
+			for (Map<String, Object> rule : (List<Map<String, Object>>) group.get("rules")) {
+				expressions.add(((String) rule.get("expr")).replaceAll("\\s+", " ").trim());
 			}
 		}
 		return expressions;
@@ -220,8 +294,23 @@ class DashboardScrapeIntegrationTests {
 		Set<String> names = new LinkedHashSet<>();
 		Matcher labelValues = LABEL_VALUES.matcher(expression);
 		while (labelValues.find()) {
-			names.add(labelValues.group(1));
-			checkLabel(expression, labelValues.group(1), labelValues.group(2), null, null, scrape, problems);
+			List<String> selected = selectedNames(labelValues, scrape);
+			if (selected.isEmpty()) {
+				problems.add(expression + ": selects no idempotency_ metric of the scrape");
+			}
+			for (String name : selected) {
+				names.add(name);
+				checkLabel(expression, name, labelValues.group(4), null, null, scrape, problems);
+				if (labelValues.group(3) != null) {
+					Matcher matcher = MATCHER.matcher(labelValues.group(3));
+					while (matcher.find()) {
+						if (!matcher.group(1).equals("__name__")) {
+							checkLabel(expression, name, matcher.group(1), matcher.group(2), matcher.group(3), scrape,
+									problems);
+						}
+					}
+				}
+			}
 		}
 		Matcher selector = SELECTOR.matcher(expression);
 		while (selector.find()) {
@@ -268,7 +357,7 @@ class DashboardScrapeIntegrationTests {
 			return;
 		}
 		// every alternative of a plain regex (a|b) or the exact value must be exported
-		List<String> wanted = "=~".equals(operator) && value.matches("[A-Za-z0-9_.|-]+")
+		List<String> wanted = "=~".equals(operator) && value.matches("[A-Za-z0-9_.:|-]+")
 				? List.of(value.split("\\|")) : ("=".equals(operator) ? List.of(value) : List.of());
 		for (String one : wanted) {
 			if (series.stream().noneMatch((labels) -> one.equals(labels.get(label)))) {
@@ -287,7 +376,7 @@ class DashboardScrapeIntegrationTests {
 			if (!sample.matches()) {
 				continue;
 			}
-			Map<String, String> labels = new LinkedHashMap<>();
+			Map<String, String> labels = new LinkedHashMap<>(TARGET_LABELS);
 			if (sample.group(3) != null) {
 				Matcher label = SAMPLE_LABEL.matcher(sample.group(3));
 				while (label.find()) {
