@@ -90,7 +90,7 @@ class IdempotencySchemaMigrationIntegrationTests {
 		assertThat(new JdbcTemplate(dataSource).queryForList("SELECT version || ' ' || description FROM "
 				+ "idempotency_schema_history WHERE success AND version <> '0' ORDER BY installed_rank", String.class))
 			.containsExactly("1 processed messages", "2 outbox", "3 lease claims", "4 outbox claims",
-					"5 outbox due at once");
+					"5 outbox due at once", "6 outbox dead index");
 	}
 
 	@Test
