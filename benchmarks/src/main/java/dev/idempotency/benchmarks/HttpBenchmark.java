@@ -3,9 +3,6 @@ package dev.idempotency.benchmarks;
 import java.io.InputStream;
 import java.math.BigDecimal;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -40,7 +37,7 @@ import org.springframework.web.bind.annotation.RestController;
  * handler twice, at {@code /plain} and at {@code /idempotent}, on the benchmark's
  * PostgreSQL. The handler does what a payment endpoint does: reads the account, inserts
  * the payment and publishes an event through the outbox, in one transaction. A concurrent
- * client (in this JVM, on keep-alive connections) sends, after a warm-up of each path:
+ * client (in this JVM, on keep-alive connections, {@link RawHttpClient}) sends, after a warm-up of each path:
  * requests to the plain handler; requests with new keys to the idempotent one; and the
  * same requests again (all replays). Their order turns with the round, so that neither
  * gains from its place. Prints one {@code RESULT} line.
@@ -61,14 +58,13 @@ public final class HttpBenchmark {
 		String run = UUID.randomUUID().toString().substring(0, 8);
 		try (ConfigurableApplicationContext context = application(infrastructure, run)) {
 			String base = "http://127.0.0.1:" + context.getEnvironment().getProperty("local.server.port");
-			HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 			ExecutorService executor = Executors.newFixedThreadPool(concurrency);
 			try {
 				// warm-up: both paths, new keys and replays, on keys of their own
 				List<String> warmKeys = keys("warm-" + run, requests / 2);
-				measure(client, executor, base + "/plain", null, requests / 2);
-				measure(client, executor, base + "/idempotent", warmKeys, requests / 2);
-				measure(client, executor, base + "/idempotent", warmKeys, requests / 2);
+				measure(base, executor, "/plain", null, requests / 2);
+				measure(base, executor, "/idempotent", warmKeys, requests / 2);
+				measure(base, executor, "/idempotent", warmKeys, requests / 2);
 
 				List<String> keys = keys(run, requests);
 				Map<String, Phase> phases = new java.util.LinkedHashMap<>();
@@ -77,10 +73,10 @@ public final class HttpBenchmark {
 					order = List.of("new", "plain");
 				}
 				for (String phase : order) {
-					phases.put(phase, phase.equals("plain") ? measure(client, executor, base + "/plain", null, requests)
-							: measure(client, executor, base + "/idempotent", keys, requests));
+					phases.put(phase, phase.equals("plain") ? measure(base, executor, "/plain", null, requests)
+							: measure(base, executor, "/idempotent", keys, requests));
 				}
-				phases.put("replay", measure(client, executor, base + "/idempotent", keys, requests));
+				phases.put("replay", measure(base, executor, "/idempotent", keys, requests));
 				int payments = context.getBean(JdbcTemplate.class)
 					.queryForObject("SELECT count(*) FROM bench_http_payments_" + run + " WHERE key LIKE ?",
 							Integer.class, run + "-%");
@@ -109,8 +105,9 @@ public final class HttpBenchmark {
 		return keys;
 	}
 
-	private static Phase measure(HttpClient client, ExecutorService executor, String uri, List<String> keys,
-			int requests) throws Exception {
+	private static Phase measure(String base, ExecutorService executor, String path, List<String> keys, int requests)
+			throws Exception {
+		URI uri = URI.create(base);
 		AtomicInteger next = new AtomicInteger();
 		long[] latencies = new long[requests];
 		int threads = ((java.util.concurrent.ThreadPoolExecutor) executor).getCorePoolSize();
@@ -118,22 +115,17 @@ public final class HttpBenchmark {
 		long begin = System.nanoTime();
 		for (int t = 0; t < threads; t++) {
 			workers.add(executor.submit(() -> {
-				for (int i = next.getAndIncrement(); i < requests; i = next.getAndIncrement()) {
-					String key = (keys != null) ? keys.get(i) : null;
-					String body = "{\"account\":\"acct-" + (i % 100) + "\",\"amount\":" + (1 + i % 500) + ".25,"
-							+ "\"key\":\"" + ((key != null) ? key : "plain-" + i) + "\"}";
-					HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(uri))
-						.header("Content-Type", "application/json")
-						.POST(HttpRequest.BodyPublishers.ofString(body));
-					if (key != null) {
-						request.header("Idempotency-Key", key);
-					}
-					long start = System.nanoTime();
-					HttpResponse<String> response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
-					latencies[i] = System.nanoTime() - start;
-					if (response.statusCode() != 201) {
-						throw new IllegalStateException(uri + " answered " + response.statusCode() + ": "
-								+ response.body());
+				try (RawHttpClient client = new RawHttpClient(uri.getHost(), uri.getPort())) {
+					for (int i = next.getAndIncrement(); i < requests; i = next.getAndIncrement()) {
+						String key = (keys != null) ? keys.get(i) : null;
+						String body = "{\"account\":\"acct-" + (i % 100) + "\",\"amount\":" + (1 + i % 500) + ".25,"
+								+ "\"key\":\"" + ((key != null) ? key : "plain-" + i) + "\"}";
+						long start = System.nanoTime();
+						int status = client.post(path, key, body);
+						latencies[i] = System.nanoTime() - start;
+						if (status != 201) {
+							throw new IllegalStateException(path + " answered " + status);
+						}
 					}
 				}
 				return null;
