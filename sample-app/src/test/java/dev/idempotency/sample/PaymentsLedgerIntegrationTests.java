@@ -98,7 +98,9 @@ class PaymentsLedgerIntegrationTests {
 		assertThat(redeliveries.duplicatesFromCache() + redeliveries.duplicatesFromStore())
 			.isGreaterThanOrEqualTo(redeliveries.resentEvents() + redeliveries.replayedRecords());
 		assertThat(verdict.gaugesFresh()).isTrue();
-		assertThat(verdict.meters()).contains("idempotency.outbox.pending | value 0.000");
+		// the gauge read after the drain, whatever tags the application adds to it
+		assertThat(verdict.meters()).anySatisfy((meter) -> assertThat(meter).startsWith("idempotency.outbox.pending ")
+			.endsWith("| value 0.000"));
 		assertThat(verdict.holds()).isTrue();
 	}
 
