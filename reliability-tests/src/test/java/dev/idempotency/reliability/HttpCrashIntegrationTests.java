@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutionException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 import org.springframework.util.FileSystemUtils;
 
@@ -133,6 +134,10 @@ class HttpCrashIntegrationTests {
 		checkout.hold(key);
 		CompletableFuture<HttpResponse<byte[]>> first = sendAsync("/payments", key, payment);
 		long firstPid = awaitRun("payment", key);
+		// the handler records its run, then calls the provider: wait for the call too
+		Awaitility.await()
+			.atMost(Duration.ofSeconds(30))
+			.untilAsserted(() -> assertThat(providerCalls(key)).hasSize(1));
 		List<ProviderCall> calls = providerCalls(key);
 		assertThat(calls).hasSize(1);
 		long firstToken = calls.get(0).fencingToken();
