@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmark and prints one table. Usage:
 #   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
-# Scenarios: A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set), L (lease mode) and OUTBOX (the
+# Scenarios: A NOOP B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set; NOOP is a listener that does
+# nothing, the ceiling of the duplicates scenarios C_*), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
 # same with idempotency.outbox.claim-ahead=true).
 # HTTP (not in the default set): an @Idempotent POST handler against the same handler without it, with a
@@ -21,7 +22,7 @@ record_messages=${2:-20000}
 batch_messages=${3:-100000}
 shift $(( $# > 3 ? 3 : $# ))
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(A B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(A NOOP B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE)
 
 ./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
   -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime

@@ -37,6 +37,15 @@ final class BenchmarkListeners {
 
 	}
 
+	// the ceiling of any deduplication: the consumer's own speed
+	static class RecordNoop {
+
+		@KafkaListener(id = "bench", topics = "${bench.topic}", groupId = "${bench.group}", autoStartup = "false")
+		public void on(String payload, @Header("X-Idempotency-Key") String key) {
+		}
+
+	}
+
 	static class RecordIdempotent {
 
 		private final JdbcTemplate jdbc;

@@ -63,6 +63,9 @@ public final class BenchmarkReport {
 		target(steady, Scenario.B, Scenario.A, 0.75);
 		target(steady, Scenario.C_CACHE, Scenario.A, 3.0);
 		target(steady, Scenario.C_NO_CACHE, Scenario.A, 4.0);
+		// duplicates against the consumer's own speed: a listener that does nothing
+		target(steady, Scenario.C_CACHE, Scenario.NOOP, 0.9);
+		target(steady, Scenario.C_NO_CACHE, Scenario.NOOP, 0.7);
 		target(steady, Scenario.B_CACHE, Scenario.B, 0.95);
 		target(steady, Scenario.E, Scenario.D, 0.8);
 		target(steady, Scenario.G_NEW, Scenario.G, 0.75);
@@ -162,6 +165,9 @@ public final class BenchmarkReport {
 			return "baseline";
 		}
 		String ratio = String.format("%.2f × %s", steady.get(scenario) / steady.get(baseline), baseline.name());
+		if ((scenario == Scenario.C_CACHE || scenario == Scenario.C_NO_CACHE) && steady.containsKey(Scenario.NOOP)) {
+			ratio += String.format(", %.2f × NOOP", steady.get(scenario) / steady.get(Scenario.NOOP));
+		}
 		if (scenario == Scenario.B_CACHE && steady.containsKey(Scenario.B)) {
 			ratio += String.format(", %.2f × B", steady.get(scenario) / steady.get(Scenario.B));
 		}

@@ -100,7 +100,7 @@ public final class BenchmarkScenario {
 							(Object) keys.toArray(String[]::new))
 					: jdbc.queryForObject("SELECT count(*) FROM bench_effects WHERE message_key LIKE ?", Integer.class,
 							run + "-%");
-			int expectedEffects = scenario.duplicates ? 0 : messages;
+			int expectedEffects = scenario.writes() ? messages : 0;
 			if (effects == null || effects != expectedEffects) {
 				throw new IllegalStateException("Scenario " + scenario + " wrote " + effects + " business rows, expected "
 						+ expectedEffects);
@@ -210,6 +210,12 @@ public final class BenchmarkScenario {
 		@ConditionalOnProperty(name = "bench.listener", havingValue = "RECORD_PLAIN")
 		BenchmarkListeners.RecordPlain recordPlain(JdbcTemplate jdbc, BusinessTable table) {
 			return new BenchmarkListeners.RecordPlain(jdbc);
+		}
+
+		@Bean
+		@ConditionalOnProperty(name = "bench.listener", havingValue = "RECORD_NOOP")
+		BenchmarkListeners.RecordNoop recordNoop() {
+			return new BenchmarkListeners.RecordNoop();
 		}
 
 		@Bean

@@ -8,6 +8,8 @@ enum Scenario {
 
 	A("baseline record listener, @Transactional, no deduplication", Listener.RECORD_PLAIN, false, false),
 
+	NOOP("ceiling: a record listener that does nothing (no transaction, no I/O)", Listener.RECORD_NOOP, false, false),
+
 	B("@Idempotent record listener, all new", Listener.RECORD_IDEMPOTENT, false, false),
 
 	B_CACHE("@Idempotent record listener, all new, Redis cache", Listener.RECORD_IDEMPOTENT, false, true),
@@ -60,13 +62,18 @@ enum Scenario {
 		this.growingTable = growingTable;
 	}
 
+	/** Whether the listener writes a business row per new message. */
+	boolean writes() {
+		return !this.duplicates && this.listener != Listener.RECORD_NOOP;
+	}
+
 	boolean batch() {
 		return this.listener == Listener.BATCH_PLAIN || this.listener == Listener.BATCH_IDEMPOTENT;
 	}
 
 	enum Listener {
 
-		RECORD_PLAIN, RECORD_IDEMPOTENT, RECORD_LEASE, BATCH_PLAIN, BATCH_IDEMPOTENT
+		RECORD_PLAIN, RECORD_NOOP, RECORD_IDEMPOTENT, RECORD_LEASE, BATCH_PLAIN, BATCH_IDEMPOTENT
 
 	}
 

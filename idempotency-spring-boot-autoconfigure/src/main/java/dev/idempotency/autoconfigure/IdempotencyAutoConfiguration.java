@@ -174,8 +174,9 @@ public final class IdempotencyAutoConfiguration {
 
 	@Bean
 	static ListenerContainerFactoryPostProcessor idempotencyListenerContainerFactoryPostProcessor(
-			ObjectProvider<InfrastructureRetryInstaller> installers) {
-		return new ListenerContainerFactoryPostProcessor(installers);
+			ObjectProvider<InfrastructureRetryInstaller> installers,
+			ObjectProvider<IdempotentListenerInterceptor> interceptors) {
+		return new ListenerContainerFactoryPostProcessor(installers, interceptors);
 	}
 
 	@Bean

@@ -145,6 +145,32 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
 		}
 	}
 
+	/**
+	 * Return whether a listener method's plan skips known duplicates before the method is
+	 * invoked (see {@link KnownDuplicates}).
+	 */
+	boolean skipsBeforeInvocation(Method method, Class<?> targetClass) {
+		try {
+			return plan(method, targetClass).skipsBeforeInvocation();
+		}
+		catch (IllegalStateException ex) {
+			// not a method the interceptor can run: its invocation says why
+			return false;
+		}
+	}
+
+	/**
+	 * Return the plan of a listener method, as declared on its class.
+	 */
+	ListenerPlan plan(Method method, Class<?> targetClass) {
+		ListenerPlan plan = this.plans.get(method);
+		if (plan == null) {
+			ListenerMethod described = ListenerMethod.describe(method, targetClass);
+			plan = this.plans.computeIfAbsent(method, (key) -> this.planner.plan(described));
+		}
+		return plan;
+	}
+
 	private ListenerPlan plan(MethodInvocation invocation) {
 		Method method = invocation.getMethod();
 		ListenerPlan plan = this.plans.get(method);

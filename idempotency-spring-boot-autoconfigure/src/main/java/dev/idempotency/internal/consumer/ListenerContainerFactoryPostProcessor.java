@@ -30,6 +30,9 @@ import org.springframework.kafka.retrytopic.RetryTopicConfigurer;
  * infrastructure retries as they are created, after the application's customizer; so do
  * the containers of retry topics created then, whose error handler the retry topics'
  * {@link ListenerContainerFactoryConfigurer} replaces after the factory's customizer ran.
+ * Each container the factory creates for an {@code @Idempotent} {@code @KafkaListener}
+ * method gets, after the application's customizer, the skip of {@link KnownDuplicates}
+ * where it applies.
  */
 public final class ListenerContainerFactoryPostProcessor implements BeanPostProcessor {
 
@@ -48,12 +51,17 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 
 	private final ObjectProvider<InfrastructureRetryInstaller> installers;
 
+	private final ObjectProvider<IdempotentListenerInterceptor> interceptors;
+
 	/**
 	 * Create the post-processor.
 	 * @param installers the installer of the infrastructure retries, if any
+	 * @param interceptors the interceptor of {@code @Idempotent} listeners, if any
 	 */
-	public ListenerContainerFactoryPostProcessor(ObjectProvider<InfrastructureRetryInstaller> installers) {
+	public ListenerContainerFactoryPostProcessor(ObjectProvider<InfrastructureRetryInstaller> installers,
+			ObjectProvider<IdempotentListenerInterceptor> interceptors) {
 		this.installers = installers;
+		this.interceptors = interceptors;
 	}
 
 	@Override
@@ -88,7 +96,8 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 			if (fields.isReadableProperty(CUSTOMIZER_FIELD)
 					&& !(fields.getPropertyValue(CUSTOMIZER_FIELD) instanceof LateContainerRetries)) {
 				factory.setContainerCustomizer(new LateContainerRetries(
-						(ContainerCustomizer) fields.getPropertyValue(CUSTOMIZER_FIELD), this.installers));
+						(ContainerCustomizer) fields.getPropertyValue(CUSTOMIZER_FIELD), this.installers,
+						this.interceptors));
 			}
 			BatchInterceptor batch = factory.getBatchInterceptor();
 			if (!(batch instanceof CurrentBatchInterceptor)) {
@@ -101,11 +110,13 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 
 	/**
 	 * Runs the application's customizer, then, for a container created after the
-	 * installer ran, puts the infrastructure retries in front of its error handler.
+	 * installer ran, puts the infrastructure retries in front of its error handler; then
+	 * adds the skip of known duplicates where it applies.
 	 */
 	@SuppressWarnings({ "unchecked", "rawtypes" })
 	private record LateContainerRetries(@Nullable ContainerCustomizer application,
-			ObjectProvider<InfrastructureRetryInstaller> installers) implements ContainerCustomizer {
+			ObjectProvider<InfrastructureRetryInstaller> installers,
+			ObjectProvider<IdempotentListenerInterceptor> interceptors) implements ContainerCustomizer {
 
 		@Override
 		public void configure(AbstractMessageListenerContainer container) {
@@ -116,6 +127,7 @@ public final class ListenerContainerFactoryPostProcessor implements BeanPostProc
 			if (installer != null && installer.isRunning()) {
 				installer.install(container);
 			}
+			KnownDuplicates.install(container, this.interceptors::getIfAvailable);
 		}
 
 	}

@@ -20,9 +20,14 @@ import org.jspecify.annotations.Nullable;
  * @param lookup the hint asked before the claim
  * @param claim claims the key and invokes the method
  * @param batch runs a batch delivery
+ * @param skipsBeforeInvocation whether a record the lookup finds processed may be skipped
+ * before the listener is invoked (see {@link KnownDuplicates}): the lookup is a key lookup
+ * and the key depends on the record alone, not on the payload's conversion
  */
 record ListenerPlan(ListenerMethod method, ListenerMetrics metrics, RecordKeys keys, RecordLookup lookup,
-		RecordClaim claim, BatchStep batch) {
+		RecordClaim claim, BatchStep batch, boolean skipsBeforeInvocation) {
+
+	private static final @Nullable Object[] NO_ARGUMENTS = {};
 
 	/**
 	 * Run one invocation of the listener through the plan.
@@ -47,6 +52,24 @@ record ListenerPlan(ListenerMethod method, ListenerMetrics metrics, RecordKeys k
 			return RecordDecisions.duplicate(current, known);
 		}
 		return this.claim.claimAndProceed(invocation, current);
+	}
+
+	/**
+	 * Return where the record's key was found processed, before the listener is invoked,
+	 * or {@code null} when the record must go to the listener: its key is not known
+	 * processed, it has none, or this plan does not skip before invocation.
+	 * @param record the record the container is about to deliver
+	 * @return where the key was found processed, or {@code null}
+	 */
+	@Nullable DecisionSource knownDuplicate(ConsumerRecord<?, ?> record) {
+		if (!this.skipsBeforeInvocation) {
+			return null;
+		}
+		ProcessedMessage message = this.keys.beforeInvocation(this.method, record);
+		if (message == null) {
+			return null;
+		}
+		return this.lookup.processed(new RecordInvocation(this.method, this.metrics, record, message, NO_ARGUMENTS));
 	}
 
 	private ConsumerRecord<?, ?> currentRecord(@Nullable Object[] arguments) {

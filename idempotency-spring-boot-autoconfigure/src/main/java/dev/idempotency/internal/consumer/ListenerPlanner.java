@@ -4,6 +4,8 @@ import dev.idempotency.IdempotencyKeyResolver;
 import dev.idempotency.Idempotent;
 import dev.idempotency.MissingKeyPolicy;
 import dev.idempotency.cache.ProcessedKeyCache;
+import dev.idempotency.internal.key.DefaultIdempotencyKeyResolver;
+import dev.idempotency.internal.key.KeyExpressions;
 import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
 import dev.idempotency.metrics.IdempotencyMetrics;
 import dev.idempotency.store.ProcessedMessageStore;
@@ -72,16 +74,32 @@ final class ListenerPlanner {
 					(invocation, m, metrics) -> {
 						throw new IllegalStateException("@Idempotent(mode = LEASE) method " + m.name()
 								+ " received a batch; lease mode is supported on record listeners only");
-					});
+					}, false);
 		}
 		if (TransactionalRows.readsRow(idempotent)) {
 			// the claim must read the duplicate's row: a lookup of the key alone would skip it
 			return new ListenerPlan(method, meters, this.keys, RecordLookup.NONE, rowClaim(method),
-					this.batches::invoke);
+					this.batches::invoke, false);
 		}
 		RecordClaim claim = new TransactionalRecordClaim(this.store, this.transactions, this.cache,
 				this.kafkaTransactions, null, null);
-		return new ListenerPlan(method, meters, this.keys, lookup(), claim, this.batches::invoke);
+		RecordLookup lookup = lookup();
+		return new ListenerPlan(method, meters, this.keys, lookup, claim, this.batches::invoke,
+				lookup != RecordLookup.NONE && keyFromRecordAlone(method));
+	}
+
+	/**
+	 * Whether the method's key depends on the record alone, so that it can be resolved
+	 * before the listener is invoked: the default resolver reading the key header, or a
+	 * key expression that does not read the payload. A resolver of the application's may
+	 * read the converted payload, which only the invocation has.
+	 */
+	private boolean keyFromRecordAlone(ListenerMethod method) {
+		if (!(this.keyResolver instanceof DefaultIdempotencyKeyResolver) || method.batchKind() != null) {
+			return false;
+		}
+		String expression = method.idempotent().key();
+		return expression.isEmpty() || !KeyExpressions.readsPayload(expression);
 	}
 
 	private RecordLookup lookup() {

@@ -39,6 +39,7 @@ final class ListenerRuntimeHints implements RuntimeHintsRegistrar {
 		ReflectionHints reflection = hints.reflection();
 		fields(reflection, ListenerContainerFactoryPostProcessor.FIELDS_READ);
 		fields(reflection, InfrastructureRetryInstaller.DELEGATE_FIELDS);
+		fields(reflection, KnownDuplicates.FIELDS_READ);
 		reflection.registerType(Idempotent.class, MemberCategory.INVOKE_PUBLIC_METHODS);
 		reflection.registerType(KeyExpressionRoot.class, MemberCategory.INVOKE_PUBLIC_METHODS);
 		for (String type : KEY_EXPRESSION_TYPES) {

@@ -12,6 +12,9 @@ import dev.idempotency.InboundMessage;
 import dev.idempotency.cache.ProcessedKeyCache;
 import dev.idempotency.internal.key.StoredKey;
 import dev.idempotency.internal.store.JdbcProcessedKeyLookup;
+import dev.idempotency.metrics.DecisionSource;
+import dev.idempotency.metrics.IdempotencyMetrics.ListenerMetrics;
+import dev.idempotency.metrics.Outcome;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.jspecify.annotations.Nullable;
@@ -38,13 +41,88 @@ final class PollPrefetch {
 
 	private @Nullable String scope;
 
+	// duplicates skipped before their listener was invoked, counted once the poll is done
+	private final List<Skipped> skipped = new ArrayList<>(1);
+
+	private @Nullable Coordinates last;
+
 	private PollPrefetch(ConsumerRecords<?, ?> records) {
 		this.records = records;
 	}
 
 	static void bind(ConsumerRecords<?, ?> records) {
+		PollPrefetch previous = CURRENT.get();
+		if (previous != null) {
+			// a poll whose last record was not delivered (a seek, a stop) counts its skips now
+			previous.countSkipped();
+		}
 		CURRENT.set(new PollPrefetch(records));
 		PollLookupGate.current().polled(records);
+	}
+
+	/**
+	 * Note a duplicate skipped before its listener was invoked; the skips of a poll are
+	 * counted together, when its last record has been seen.
+	 * @param metrics the listener's meters
+	 * @param source where the key was found processed
+	 * @param record the record
+	 */
+	static void skipped(ListenerMetrics metrics, DecisionSource source, ConsumerRecord<?, ?> record) {
+		PollPrefetch poll = CURRENT.get();
+		if (poll == null) {
+			metrics.message(Outcome.DUPLICATE, source);
+			return;
+		}
+		poll.skip(metrics, source);
+		poll.seen(record);
+	}
+
+	/**
+	 * Note a record on its way to its listener: after the poll's last record, the poll's
+	 * skips are counted.
+	 * @param record the record
+	 */
+	static void delivered(ConsumerRecord<?, ?> record) {
+		PollPrefetch poll = CURRENT.get();
+		if (poll != null && !poll.skipped.isEmpty()) {
+			poll.seen(record);
+		}
+	}
+
+	private void skip(ListenerMetrics metrics, DecisionSource source) {
+		for (Skipped entry : this.skipped) {
+			if (entry.metrics == metrics && entry.source == source) {
+				entry.count++;
+				return;
+			}
+		}
+		this.skipped.add(new Skipped(metrics, source));
+	}
+
+	private void seen(ConsumerRecord<?, ?> record) {
+		Coordinates last = this.last;
+		if (last == null) {
+			ConsumerRecord<?, ?> lastRecord = null;
+			for (ConsumerRecord<?, ?> polled : this.records) {
+				lastRecord = polled;
+			}
+			if (lastRecord == null) {
+				return;
+			}
+			last = new Coordinates(lastRecord.topic(), lastRecord.partition(), lastRecord.offset());
+			this.last = last;
+		}
+		if (record.offset() == last.offset() && record.partition() == last.partition()
+				&& record.topic().equals(last.topic())) {
+			countSkipped();
+		}
+	}
+
+	private void countSkipped() {
+		for (Skipped entry : this.skipped) {
+			entry.metrics.messages(Outcome.DUPLICATE, entry.source, entry.count);
+		}
+		this.skipped.clear();
 	}
 
 	/**
@@ -150,6 +228,21 @@ final class PollPrefetch {
 	}
 
 	private record Answer(String key, boolean processed) {
+	}
+
+	private static final class Skipped {
+
+		private final ListenerMetrics metrics;
+
+		private final DecisionSource source;
+
+		private int count = 1;
+
+		Skipped(ListenerMetrics metrics, DecisionSource source) {
+			this.metrics = metrics;
+			this.source = source;
+		}
+
 	}
 
 }

@@ -55,4 +55,27 @@ final class RecordKeys {
 				record.offset());
 	}
 
+	/**
+	 * Return the record's claim as the record alone gives it, before the listener is
+	 * invoked: its key resolved with the record value as the payload. Only for a listener
+	 * whose key does not depend on the payload's conversion.
+	 * @return the claim, or {@code null} when the record has no key or its resolution
+	 * failed (the invocation resolves it again, and decides)
+	 */
+	@Nullable ProcessedMessage beforeInvocation(ListenerMethod method, ConsumerRecord<?, ?> record) {
+		String key;
+		try {
+			key = this.resolver
+				.resolve(new InboundMessage(record, record.value(), method.method(), method.idempotent()));
+		}
+		catch (RuntimeException ex) {
+			return null;
+		}
+		if (key == null || key.isBlank()) {
+			return null;
+		}
+		return new ProcessedMessage(method.scope(record), StoredKey.of(key), record.topic(), record.partition(),
+				record.offset());
+	}
+
 }

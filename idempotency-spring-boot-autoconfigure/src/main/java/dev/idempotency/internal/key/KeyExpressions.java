@@ -8,6 +8,11 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
+import org.springframework.expression.spel.SpelNode;
+import org.springframework.expression.spel.ast.MethodReference;
+import org.springframework.expression.spel.ast.PropertyOrFieldReference;
+import org.springframework.expression.spel.ast.VariableReference;
+import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.expression.spel.support.SimpleEvaluationContext;
 
@@ -50,6 +55,32 @@ public final class KeyExpressions {
 			throw new IllegalArgumentException("Invalid key expression '" + expression + "': " + ex.getMessage(),
 					ex);
 		}
+	}
+
+	/**
+	 * Return whether a key expression may read the payload: whether its value may differ
+	 * between the record's value and the payload the listener receives after conversion.
+	 * Any reference to the root object as a whole ({@code #root}, {@code #this}) counts.
+	 * @param expression the expression text
+	 * @return {@code false} only when the key depends on the record alone
+	 * @throws IllegalArgumentException if the text is not a valid expression
+	 */
+	public static boolean readsPayload(String expression) {
+		return !(parse(expression) instanceof SpelExpression spel) || readsPayload(spel.getAST());
+	}
+
+	private static boolean readsPayload(SpelNode node) {
+		if ((node instanceof PropertyOrFieldReference property && property.getName().equals("payload"))
+				|| (node instanceof MethodReference method && method.getName().equals("getPayload"))
+				|| node instanceof VariableReference) {
+			return true;
+		}
+		for (int i = 0; i < node.getChildCount(); i++) {
+			if (readsPayload(node.getChild(i))) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	static @Nullable String evaluate(Expression expression, ConsumerRecord<?, ?> record, @Nullable Object payload) {

@@ -21,6 +21,8 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
 import org.springframework.kafka.listener.CommonDelegatingErrorHandler;
 import org.springframework.kafka.listener.CommonMixedErrorHandler;
+import org.springframework.kafka.listener.adapter.HandlerAdapter;
+import org.springframework.kafka.listener.adapter.MessagingMessageListenerAdapter;
 import org.springframework.kafka.retrytopic.ListenerContainerFactoryConfigurer;
 import org.springframework.kafka.retrytopic.RetryTopicConfigurer;
 
@@ -53,6 +55,9 @@ class ListenerRuntimeHintsUnitTests {
 		assertThat(reflection.onFieldAccess(CommonDelegatingErrorHandler.class, "delegates")).accepts(this.hints);
 		assertThat(reflection.onFieldAccess(CommonMixedErrorHandler.class, "recordErrorHandler")).accepts(this.hints);
 		assertThat(reflection.onFieldAccess(CommonMixedErrorHandler.class, "batchErrorHandler")).accepts(this.hints);
+		assertThat(reflection.onFieldAccess(MessagingMessageListenerAdapter.class, "handlerMethod"))
+			.accepts(this.hints);
+		assertThat(reflection.onFieldAccess(HandlerAdapter.class, "invokerHandlerMethod")).accepts(this.hints);
 	}
 
 	@Test

@@ -150,6 +150,22 @@ class KeyResolutionUnitTests {
 		assertThat(StoredKey.of(pair)).isSameAs(pair);
 	}
 
+	@Test
+	void tellsWhichExpressionsMayReadThePayload() {
+		// a key that depends on the record alone can be resolved before conversion
+		assertThat(KeyExpressions.readsPayload("key")).isFalse();
+		assertThat(KeyExpressions.readsPayload("headers['tenant'] + ':' + topic + '-' + partition + '-' + offset"))
+			.isFalse();
+		assertThat(KeyExpressions.readsPayload("record.value()")).isFalse();
+		assertThat(KeyExpressions.readsPayload("payload")).isTrue();
+		assertThat(KeyExpressions.readsPayload("payload.orderId")).isTrue();
+		assertThat(KeyExpressions.readsPayload("getPayload().toString()")).isTrue();
+		assertThat(KeyExpressions.readsPayload("headers['a'] ?: payload")).isTrue();
+		// the root as a whole may reach the payload
+		assertThat(KeyExpressions.readsPayload("#root.payload")).isTrue();
+		assertThat(KeyExpressions.readsPayload("#root")).isTrue();
+	}
+
 	private static byte[] bytes(String text) {
 		return text.getBytes(StandardCharsets.UTF_8);
 	}
