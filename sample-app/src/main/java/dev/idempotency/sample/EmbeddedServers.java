@@ -9,16 +9,26 @@ import java.util.List;
 import java.util.Map;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.apache.kafka.common.utils.Exit;
 import org.jspecify.annotations.Nullable;
-import redis.embedded.RedisServer;
 
+import org.springframework.boot.logging.LogLevel;
+import org.springframework.boot.logging.LoggerConfiguration;
+import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
 
 /**
  * Real servers (a KRaft broker, PostgreSQL, Redis) that the sample starts for itself on
  * free ports when the configuration names none, so that it runs with only a JDK.
+ * <p>
+ * They stop when {@link #close()} is called, after the beans that use them, and at no
+ * other time: none of them registers a JVM shutdown hook, since such a hook runs at the
+ * same time as the one that closes the context (it would stop a server, or delete its
+ * files, while the application and the server itself still use them).
  */
 final class EmbeddedServers implements AutoCloseable {
+
+	private static final String NETWORK_CLIENT = "org.apache.kafka.clients.NetworkClient";
 
 	private final Map<String, Object> properties = new LinkedHashMap<>();
 
@@ -26,16 +36,29 @@ final class EmbeddedServers implements AutoCloseable {
 
 	private @Nullable EmbeddedKafkaKraftBroker kafka;
 
+	private final List<Runnable> kafkaCleanups = new ArrayList<>();
+
 	private @Nullable EmbeddedPostgres postgres;
 
-	private @Nullable RedisServer redis;
+	private @Nullable EmbeddedRedis redis;
 
 	private int redisPort;
 
 	void startKafka() {
 		EmbeddedKafkaKraftBroker broker = new EmbeddedKafkaKraftBroker(1, 1);
 		broker.brokerProperty("group.initial.rebalance.delay.ms", "0");
-		broker.afterPropertiesSet();
+		// one partition of consumer offsets to load at start and to unload at stop, not 50
+		broker.brokerProperty("offsets.topic.num.partitions", "1");
+		// Kafka's test kit deletes the broker's log directory in a JVM shutdown hook, which
+		// races the broker's shutdown (ERRORs and WARNs for every partition); the directory
+		// is deleted in close() instead, once the broker stopped
+		Exit.setShutdownHookAdder((name, cleanup) -> this.kafkaCleanups.add(cleanup));
+		try {
+			broker.afterPropertiesSet();
+		}
+		finally {
+			Exit.resetShutdownHookAdder();
+		}
 		this.kafka = broker;
 		this.properties.put("spring.kafka.bootstrap-servers", broker.getBrokersAsString());
 		this.started.add("Kafka (KRaft) at " + broker.getBrokersAsString());
@@ -78,12 +101,7 @@ final class EmbeddedServers implements AutoCloseable {
 	 */
 	synchronized void stopRedis() {
 		if (this.redis != null) {
-			try {
-				this.redis.stop();
-			}
-			catch (IOException ex) {
-				throw new UncheckedIOException(ex);
-			}
+			this.redis.stop();
 			this.redis = null;
 		}
 	}
@@ -108,9 +126,11 @@ final class EmbeddedServers implements AutoCloseable {
 	public synchronized void close() {
 		stopRedis();
 		if (this.kafka != null) {
-			this.kafka.destroy();
+			destroyQuietly(this.kafka);
 			this.kafka = null;
 		}
+		this.kafkaCleanups.forEach(Runnable::run);
+		this.kafkaCleanups.clear();
 		if (this.postgres != null) {
 			try {
 				this.postgres.close();
@@ -122,15 +142,25 @@ final class EmbeddedServers implements AutoCloseable {
 		}
 	}
 
+	// A KRaft broker in combined mode closes one of its own clients twice as it stops, and
+	// Kafka's NetworkClient logs a WARN for the second close. The application's clients
+	// are closed by then, so only the broker's own are quiet while it stops.
+	private static void destroyQuietly(EmbeddedKafkaKraftBroker kafka) {
+		LoggingSystem logging = LoggingSystem.get(EmbeddedServers.class.getClassLoader());
+		LoggerConfiguration configuration = logging.getLoggerConfiguration(NETWORK_CLIENT);
+		LogLevel level = (configuration != null) ? configuration.getConfiguredLevel() : null;
+		logging.setLogLevel(NETWORK_CLIENT, LogLevel.ERROR);
+		try {
+			kafka.destroy();
+		}
+		finally {
+			logging.setLogLevel(NETWORK_CLIENT, level);
+		}
+	}
+
 	private void startRedisServer() {
 		try {
-			this.redis = RedisServer.newRedisServer()
-				.port(this.redisPort)
-				.bind("127.0.0.1")
-				.setting("save \"\"")
-				.setting("appendonly no")
-				.build();
-			this.redis.start();
+			this.redis = EmbeddedRedis.start(this.redisPort);
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start embedded Redis on port " + this.redisPort, ex);
