@@ -68,19 +68,26 @@ public final class StreamsBenchmark {
 		StreamsBuilder builder = new StreamsBuilder();
 		KStream<String, String> records = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
 			.processValues(() -> new Clock(clock));
-		if (scenario.deduplicate) {
-			Deduplication.Builder<String, String> deduplication = Deduplication.builder("bench");
+		String store = null;
+		if (scenario.windowStore) {
+			records = records.processValues(new WindowStoreDeduplication(WINDOW));
+			store = WindowStoreDeduplication.STORE;
+		}
+		else if (scenario.deduplicate) {
+			// the purge on, every 5 s (the default is a minute, longer than a scenario):
+			// each purge reads the whole store, in slices (no key expires within the hour)
+			Deduplication.Builder<String, String> deduplication = Deduplication.<String, String>builder("bench")
+				.window(WINDOW)
+				.purgeInterval(Duration.ofSeconds(5));
 			if (scenario.bloomPreCheck) {
 				deduplication.bloomPreCheck(4L * measured, 0.01);
 			}
 			if (scenario == StreamsScenario.S_NEW_MEMORY) {
 				deduplication.inMemory();
 			}
-			if (scenario == StreamsScenario.S_NEW_PURGE) {
-				// every 5 s: each purge scans the whole store (no key expires within the hour)
-				deduplication.purgeInterval(Duration.ofSeconds(5));
-			}
-			records = records.processValues(deduplication.build());
+			Deduplication<String, String> built = deduplication.build();
+			records = records.processValues(built);
+			store = built.storeName();
 		}
 		records.to(output, Produced.with(Serdes.String(), Serdes.String()));
 		if (scenario == StreamsScenario.S_PASS_TWICE) {
@@ -109,16 +116,24 @@ public final class StreamsBenchmark {
 				throw new IllegalStateException("Scenario " + scenario + " saw only part of its records in 10 minutes");
 			}
 		}
+		StateSize size = (store != null) ? StateSize.of(kafka, stateDir, "streams-bench-" + run, store)
+				: StateSize.NONE;
 		System.err.println("THREADS scenario=" + scenario.name() + " "
 				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
 		System.out.println(String.format(
-				"RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f maxGapMs=%.1f",
+				"RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f maxGapMs=%.1f keys=%d"
+						+ " sstBytes=%d stateBytes=%d changelogBytes=%d changelogRecords=%d",
 				scenario.name(), measured, 2.0 * measured / seconds(clock.first, clock.last),
 				(measured - 1) / seconds(clock.half, clock.last),
-				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1), clock.maxGapNanos / 1e6));
+				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1), clock.maxGapNanos / 1e6,
+				scenario.duplicates ? measured : 2L * measured, size.sstBytes(), size.stateBytes(),
+				size.changelogBytes(), size.changelogRecords()));
 	}
+
+	// the module's default window, and the baseline's
+	static final Duration WINDOW = Duration.ofHours(1);
 
 	private static double seconds(long from, long to) {
 		return (to - from) / 1e9;
@@ -254,8 +269,10 @@ public final class StreamsBenchmark {
 
 		S_NEW_MEMORY("deduplicating processor, in-memory store (changelog kept), all new", true, false, false),
 
-		S_NEW_PURGE("deduplicating processor purging every 5 s (a scan of the whole store), all new", true, false,
-				false);
+		S_NEW_WINDOW("the usual window-store deduplication (fetch, then put), all new", true, false, false, true),
+
+		S_DUP_WINDOW("the usual window-store deduplication (fetch, then put), all duplicates", true, true, false,
+				true);
 
 		final String description;
 
@@ -265,11 +282,19 @@ public final class StreamsBenchmark {
 
 		final boolean bloomPreCheck;
 
+		final boolean windowStore;
+
 		StreamsScenario(String description, boolean deduplicate, boolean duplicates, boolean bloomPreCheck) {
+			this(description, deduplicate, duplicates, bloomPreCheck, false);
+		}
+
+		StreamsScenario(String description, boolean deduplicate, boolean duplicates, boolean bloomPreCheck,
+				boolean windowStore) {
 			this.description = description;
 			this.deduplicate = deduplicate;
 			this.duplicates = duplicates;
 			this.bloomPreCheck = bloomPreCheck;
+			this.windowStore = windowStore;
 		}
 
 	}
