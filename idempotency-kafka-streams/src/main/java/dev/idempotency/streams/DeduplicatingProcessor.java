@@ -47,6 +47,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private boolean purging;
 
+	// whether the purge under way also builds the task's next Bloom filter
+	private boolean buildingFilter;
+
 	private @Nullable Cancellable slices;
 
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
@@ -60,18 +63,25 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		this.store = context.getStateStore(this.settings.storeName());
 		TaskFilters filters = this.settings.taskFilters();
 		if (filters != null) {
-			this.filter = filters.acquire(context.taskId(), this::rebuildFilter);
+			this.filter = filters.acquire(context.taskId());
 		}
 		// init() runs again on the same instance when Kafka Streams revives a task
 		stopSlices();
-		if (this.filter != null || !store().persistent()) {
-			// the filter is rebuilt in the purge's scan, and an in-memory store copies the
-			// keys from where an iterator starts to the end when it opens one: the whole
-			// store at once
+		if (!store().persistent()) {
+			// an in-memory store copies the keys from where an iterator starts to the end
+			// when it opens one: the whole store at once
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
+			if (this.filter != null && this.filter.current == null) {
+				this.filter.current = rebuildFilter();
+			}
 		}
 		else {
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> startPurge());
+			if (this.filter != null && this.filter.current == null) {
+				// the filter is built by the purge's slices, a store restored from its
+				// changelog included; until then every key is looked up in the store
+				startPurge();
+			}
 		}
 	}
 
@@ -187,7 +197,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	}
 
 	private @Nullable Long lookUp(String key) {
-		if (this.filter != null && !this.filter.current.mightContain(key)) {
+		if (this.filter != null && !this.filter.mightContain(key)) {
 			return null;
 		}
 		return store().get(key);
@@ -199,7 +209,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * now has this one
 	 */
 	private @Nullable Long rememberIfAbsent(String key, long timestamp) {
-		if (this.filter != null && !this.filter.current.put(key)) {
+		if (this.filter != null && !this.filter.put(key)) {
 			// certainly new: stored without a lookup (the filter holds it now)
 			store().put(key, timestamp);
 			return null;
@@ -210,19 +220,22 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private void remember(String key, long timestamp) {
 		store().put(key, timestamp);
 		if (this.filter != null) {
-			this.filter.current.put(key);
+			this.filter.put(key);
 		}
 	}
 
 	/**
 	 * Start a purge, unless one is under way: its slices, one every
 	 * {@link #PURGE_SLICE_INTERVAL}, each read a bounded number of keys, so that the stream
-	 * thread never stops for a scan of the whole store (about 0.3 µs a key).
+	 * thread never stops for a scan of the whole store (about 0.3 µs a key). With the Bloom
+	 * pre-check, the same slices build the task's next filter, without the expired keys (a
+	 * Bloom filter cannot forget), unless another processor of the task builds it.
 	 */
 	private void startPurge() {
 		if (!this.purging) {
 			this.purging = true;
 			this.purgeFrom = null;
+			this.buildingFilter = this.filter != null && this.filter.startBuilding(this, newFilter());
 			// only while a purge is under way: a punctuation makes the task commit
 			this.slices = context().schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME,
 					(now) -> purgeSlice());
@@ -231,6 +244,10 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	}
 
 	private void stopSlices() {
+		if (this.buildingFilter && this.filter != null) {
+			this.filter.abandonBuilding(this);
+		}
+		this.buildingFilter = false;
 		this.purging = false;
 		this.purgeFrom = null;
 		if (this.slices != null) {
@@ -248,11 +265,14 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			return;
 		}
 		long streamTime = context().currentStreamTimeMs();
-		if (streamTime < 0) {
+		if (streamTime < 0 && !this.buildingFilter) {
 			stopSlices();
 			return;
 		}
-		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		// before the first record nothing has expired, but the filter is still built
+		long cutoff = (streamTime < 0) ? Long.MIN_VALUE
+				: streamTime - this.settings.windowMs() - this.settings.graceMs();
+		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
 		List<String> expired = new ArrayList<>();
 		String from = this.purgeFrom;
 		int read = 0;
@@ -265,6 +285,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 				if (entry.value < cutoff) {
 					expired.add(entry.key);
 				}
+				else if (next != null) {
+					next.put(entry.key);
+				}
 				from = entry.key;
 			}
 			done = !keys.hasNext();
@@ -274,6 +297,10 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		this.purgeFrom = from;
 		if (done) {
+			if (this.buildingFilter) {
+				Objects.requireNonNull(this.filter).finishBuilding(this);
+				this.buildingFilter = false;
+			}
 			stopSlices();
 		}
 		if (!expired.isEmpty() && logger.isDebugEnabled()) {
@@ -285,7 +312,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	/**
 	 * Delete the keys that fell out of the window plus the grace period of stream time,
 	 * and rebuild the Bloom filter without them (a Bloom filter cannot forget) in the same
-	 * scan of the store.
+	 * scan of the store: the purge of an in-memory store, read at once.
 	 */
 	private void purge() {
 		long streamTime = context().currentStreamTimeMs();

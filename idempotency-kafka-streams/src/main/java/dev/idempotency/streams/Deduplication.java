@@ -230,7 +230,10 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 * Put an in-memory Bloom filter of the seen keys in front of the store, so that a
 		 * key the filter has never seen is known new without a store lookup. The filter is
 		 * per task (partition), about 1.5 bytes per expected key at a 1 % false-positive
-		 * rate, rebuilt from the store when the task starts and in every purge.
+		 * rate. It is built from the store by the purge's slices, when the task starts
+		 * (until then every key is looked up in the store) and again in every purge, so
+		 * that it forgets the purged keys; while a purge builds the next filter, both are
+		 * held.
 		 * @param expectedKeys number of keys one task is expected to hold
 		 * @param falsePositiveRate wanted rate of false "maybe seen" answers, which cost a
 		 * store lookup (never a wrong decision)

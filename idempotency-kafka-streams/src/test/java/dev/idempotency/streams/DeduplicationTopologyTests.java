@@ -130,6 +130,41 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * With the Bloom pre-check, the purge's slices build the next filter: a key stored
+	 * while they run, behind or ahead of where they read, is in it as well as every key
+	 * they read, and the expired keys are not.
+	 */
+	@Test
+	void buildsTheNextBloomFilterInThePurgesSlicesWithTheKeysStoredMeanwhile() {
+		start((builder) -> builder.bloomPreCheck(1000, 0.01).purgeSliceKeys(2));
+		List<String> kept = List.of("b", "c", "d", "e", "f");
+		send("k-a", "old a", "a", T0);
+		for (String key : kept) {
+			send("k-" + key, key, key, T0.plus(Duration.ofMinutes(100)));
+		}
+		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(150)));
+		// the first slice reads a (expired) and b
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k-0", "behind the slices", "0", T0.plus(Duration.ofMinutes(150)));
+		send("k-z", "ahead of the slices", "z", T0.plus(Duration.ofMinutes(150)));
+		for (String key : kept) {
+			send("k-" + key, "copy while building", key, T0.plus(Duration.ofMinutes(150)));
+		}
+		for (int slice = 0; slice < 10; slice++) {
+			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		assertThat(store.get("a")).isNull();
+		for (String key : List.of("0", "z", "b", "c", "d", "e", "f", "g")) {
+			send("k-" + key, "copy once built", key, T0.plus(Duration.ofMinutes(151)));
+		}
+		send("k-a", "a again", "a", T0.plus(Duration.ofMinutes(151)));
+		assertThat(values()).containsExactly("old a", "b", "c", "d", "e", "f", "moves stream time",
+				"behind the slices", "ahead of the slices", "a again");
+		assertThat(count("dropped", "duplicate")).isEqualTo(13);
+	}
+
+	/**
 	 * One {@code Deduplication} applied to two streams (to drop copies across two topics)
 	 * gives each task two processors on one store: they must share what the pre-check
 	 * knows, also after one of them purged the store and rebuilt the filter.
