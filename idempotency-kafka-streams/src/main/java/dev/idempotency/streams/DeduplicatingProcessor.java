@@ -50,6 +50,17 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	// whether the purge under way also builds the task's next Bloom filter
 	private boolean buildingFilter;
 
+	// No key this processor stored, nor any key its last complete purge kept, is older
+	// than this: while the purge's cutoff is not past it, nothing can have expired, and a
+	// purge need not read the store. Unknown (the minimum) until a purge has read the
+	// store, which may hold keys restored from the changelog. The processors of a task
+	// share its store, and each purges all of it: each key is watched by the processor
+	// that stored it.
+	private long oldestStored = Long.MIN_VALUE;
+
+	// the oldest timestamp of the keys the purge under way kept or saw stored
+	private long oldestKept = Long.MAX_VALUE;
+
 	private @Nullable Cancellable slices;
 
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
@@ -67,6 +78,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		// init() runs again on the same instance when Kafka Streams revives a task
 		stopSlices();
+		this.oldestStored = Long.MIN_VALUE;
 		if (!store().persistent()) {
 			// an in-memory store copies the keys from where an iterator starts to the end
 			// when it opens one: the whole store at once
@@ -212,16 +224,44 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (this.filter != null && !this.filter.put(key)) {
 			// certainly new: stored without a lookup (the filter holds it now)
 			store().put(key, timestamp);
+			stored(timestamp);
 			return null;
 		}
-		return store().putIfAbsent(key, timestamp);
+		Long seenAt = store().putIfAbsent(key, timestamp);
+		if (seenAt == null) {
+			stored(timestamp);
+		}
+		return seenAt;
 	}
 
 	private void remember(String key, long timestamp) {
 		store().put(key, timestamp);
+		stored(timestamp);
 		if (this.filter != null) {
 			this.filter.put(key);
 		}
+	}
+
+	private void stored(long timestamp) {
+		this.oldestStored = Math.min(this.oldestStored, timestamp);
+		this.oldestKept = Math.min(this.oldestKept, timestamp);
+	}
+
+	/**
+	 * Return the timestamp below which a stored key has expired: the window plus the
+	 * grace period behind the stream time ({@code Long.MIN_VALUE} before the first record).
+	 */
+	private long cutoff() {
+		long streamTime = context().currentStreamTimeMs();
+		return (streamTime < 0) ? Long.MIN_VALUE : streamTime - this.settings.windowMs() - this.settings.graceMs();
+	}
+
+	/**
+	 * Return whether a purge has something to do: a key may have expired, or the task's
+	 * Bloom filter is still to be built.
+	 */
+	private boolean purgeNeeded() {
+		return cutoff() > this.oldestStored || (this.filter != null && this.filter.current == null);
 	}
 
 	/**
@@ -233,8 +273,12 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 */
 	private void startPurge() {
 		if (!this.purging) {
+			if (!purgeNeeded()) {
+				return;
+			}
 			this.purging = true;
 			this.purgeFrom = null;
+			this.oldestKept = Long.MAX_VALUE;
 			this.buildingFilter = this.filter != null && this.filter.startBuilding(this, newFilter());
 			// only while a purge is under way: a punctuation makes the task commit
 			this.slices = context().schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME,
@@ -264,14 +308,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (!this.purging) {
 			return;
 		}
-		long streamTime = context().currentStreamTimeMs();
-		if (streamTime < 0 && !this.buildingFilter) {
-			stopSlices();
-			return;
-		}
-		// before the first record nothing has expired, but the filter is still built
-		long cutoff = (streamTime < 0) ? Long.MIN_VALUE
-				: streamTime - this.settings.windowMs() - this.settings.graceMs();
+		// before the first record nothing has expired (the cutoff is the minimum), but
+		// the purge still reads the store: for the filter, and for the oldest key kept
+		long cutoff = cutoff();
 		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
 		List<String> expired = new ArrayList<>();
 		String from = this.purgeFrom;
@@ -285,8 +324,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 				if (entry.value < cutoff) {
 					expired.add(entry.key);
 				}
-				else if (next != null) {
-					next.put(entry.key);
+				else {
+					this.oldestKept = Math.min(this.oldestKept, entry.value);
+					if (next != null) {
+						next.put(entry.key);
+					}
 				}
 				from = entry.key;
 			}
@@ -297,6 +339,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		this.purgeFrom = from;
 		if (done) {
+			this.oldestStored = this.oldestKept;
 			if (this.buildingFilter) {
 				Objects.requireNonNull(this.filter).finishBuilding(this);
 				this.buildingFilter = false;
@@ -315,11 +358,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * scan of the store: the purge of an in-memory store, read at once.
 	 */
 	private void purge() {
-		long streamTime = context().currentStreamTimeMs();
-		if (streamTime < 0) {
+		if (!purgeNeeded()) {
 			return;
 		}
-		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		long cutoff = cutoff();
+		long oldest = Long.MAX_VALUE;
 		long deleted = 0;
 		List<String> expired = new ArrayList<>();
 		TaskFilters.Shared shared = this.filter;
@@ -333,8 +376,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					if (entry.value < cutoff) {
 						expired.add(entry.key);
 					}
-					else if (rebuilt != null) {
-						rebuilt.put(entry.key);
+					else {
+						oldest = Math.min(oldest, entry.value);
+						if (rebuilt != null) {
+							rebuilt.put(entry.key);
+						}
 					}
 					from = entry.key;
 				}
@@ -348,7 +394,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			deleted += expired.size();
 		}
 		while (from != null);
-		if (shared != null && rebuilt != null && deleted > 0) {
+		this.oldestStored = oldest;
+		if (shared != null && rebuilt != null && (deleted > 0 || shared.current == null)) {
 			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {

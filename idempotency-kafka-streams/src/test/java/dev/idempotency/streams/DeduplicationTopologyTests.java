@@ -130,6 +130,35 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * A purge reads the store only once a key may have expired: the oldest key stored
+	 * decides, a late record's included.
+	 */
+	@ParameterizedTest(name = "in memory {0}")
+	@ValueSource(booleans = { false, true })
+	void purgesOnceAKeyMayHaveExpiredALateRecordsKeyIncluded(boolean inMemory) {
+		start((builder) -> inMemory ? builder.inMemory() : builder);
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		send("k1", "first", "a", T0);
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k2", "second", "b", T0.plus(Duration.ofMinutes(30)));
+		// nothing can have expired: no purge reads the store
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k3", "moves stream time", "c", T0.plus(Duration.ofMinutes(200)));
+		send("k4", "late", "d", T0.plus(Duration.ofMinutes(5)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(store.get("a")).isNull();
+		assertThat(store.get("b")).isNull();
+		assertThat(store.get("d")).isNull();
+		assertThat(store.get("c")).isEqualTo(T0.plus(Duration.ofMinutes(200)).toEpochMilli());
+		// a late record stored after a purge that found nothing to delete
+		send("k5", "late again", "e", T0.plus(Duration.ofMinutes(5)));
+		assertThat(store.get("e")).isNotNull();
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(store.get("e")).isNull();
+		assertThat(values()).containsExactly("first", "second", "moves stream time", "late", "late again");
+	}
+
+	/**
 	 * With the Bloom pre-check, the purge's slices build the next filter: a key stored
 	 * while they run, behind or ahead of where they read, is in it as well as every key
 	 * they read, and the expired keys are not.
