@@ -258,10 +258,12 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	/**
 	 * Return whether a purge has something to do: a key may have expired, or the task's
-	 * Bloom filter is still to be built.
+	 * Bloom filter is still to be built, or holds more keys than it was sized for (the
+	 * next one is sized for twice as many).
 	 */
 	private boolean purgeNeeded() {
-		return cutoff() > this.oldestStored || (this.filter != null && this.filter.current == null);
+		return cutoff() > this.oldestStored
+				|| (this.filter != null && (this.filter.current == null || this.filter.current.full()));
 	}
 
 	/**
@@ -411,9 +413,15 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		return rebuilt;
 	}
 
+	/**
+	 * Return an empty filter for at least the configured number of keys, or twice as many
+	 * as the current filter holds.
+	 */
 	private SeenKeysFilter newFilter() {
 		Deduplication.BloomPreCheck sizing = Objects.requireNonNull(this.settings.bloomPreCheck());
-		return new SeenKeysFilter(sizing.expectedKeys(), sizing.falsePositiveRate());
+		SeenKeysFilter current = (this.filter != null) ? this.filter.current : null;
+		long held = (current != null) ? current.keys() : 0;
+		return new SeenKeysFilter(Math.max(sizing.expectedKeys(), 2 * held), sizing.falsePositiveRate());
 	}
 
 	private String coordinates() {

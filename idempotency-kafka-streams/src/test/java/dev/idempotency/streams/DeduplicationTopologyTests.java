@@ -60,7 +60,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void forwardsTheFirstRecordOfAKeyAndDropsTheCopiesWithinTheWindow(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k1", "copy", "a", T0.plusSeconds(10));
 		send("k2", "other", "b", T0.plusSeconds(20));
@@ -73,7 +73,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void forwardsAKeyAgainOnceTheWindowHasPassedAndPurgesItAfterTheGracePeriod(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k2", "other", "b", T0.plus(Duration.ofMinutes(61)));
 		send("k1", "again", "a", T0.plus(Duration.ofMinutes(61)));
@@ -93,7 +93,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void keepsTheKeysThatAreWithinTheWindowPlusGraceWhenPurging(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k2", "other", "b", T0.plus(Duration.ofMinutes(60)));
 		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
@@ -194,6 +194,29 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * A Bloom filter that holds more keys than it was sized for is replaced in the next
+	 * purge by one sized for twice as many, built from the store: no key is lost on the way.
+	 */
+	@Test
+	void growsAFullBloomFilterInTheNextPurgeAndKeepsEveryKey() {
+		start((builder) -> builder.bloomPreCheck(4, 0.01).purgeSliceKeys(10));
+		List<String> keys = java.util.stream.IntStream.range(0, 40).mapToObj((i) -> "key-" + i).toList();
+		for (String key : keys) {
+			send("k", key, key, T0);
+		}
+		for (int slice = 0; slice < 10; slice++) {
+			this.driver.advanceWallClockTime(slice == 0 ? Duration.ofMinutes(1) : DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		for (String key : keys) {
+			send("k", "copy of " + key, key, T0.plusSeconds(1));
+		}
+		send("k", "new", "key-40", T0.plusSeconds(1));
+		assertThat(values()).containsExactlyElementsOf(
+				java.util.stream.Stream.concat(keys.stream(), java.util.stream.Stream.of("new")).toList());
+		assertThat(count("dropped", "duplicate")).isEqualTo(40);
+	}
+
+	/**
 	 * One {@code Deduplication} applied to two streams (to drop copies across two topics)
 	 * gives each task two processors on one store: they must share what the pre-check
 	 * knows, also after one of them purged the store and rebuilt the filter.
@@ -203,7 +226,7 @@ class DeduplicationTopologyTests {
 	void dropsCopiesAcrossTwoStreamsThatShareTheProcessor(boolean preCheck) {
 		Deduplication.Builder<String, String> builder = Deduplication.<String, String>builder("orders")
 			.meterRegistry(this.registry);
-		Deduplication<String, String> deduplication = (preCheck ? builder.bloomPreCheck(1000, 0.01) : builder)
+		Deduplication<String, String> deduplication = (preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck())
 			.build();
 		StreamsBuilder streams = new StreamsBuilder();
 		Consumed<String, String> consumed = Consumed.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
@@ -347,7 +370,7 @@ class DeduplicationTopologyTests {
 				}
 				return value.substring(0, 1);
 			}));
-			return preCheck ? builder.bloomPreCheck(1000, 0.01) : builder;
+			return preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck();
 		});
 		send("k1", "a1", null, T0);
 		assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> send("k2", "bad", null, T0))
