@@ -6,8 +6,11 @@
 # floor of its cost), S_NEW, S_DUP (the deduplicating processor, purging every 5 s, on
 # all-new and all-duplicate input), S_NEW_WINDOW, S_DUP_WINDOW (the usual window-store
 # deduplication, the same inputs); not in the default set: S_NEW_BLOOM, S_DUP_BLOOM (the
-# processor with the in-memory Bloom pre-check), S_NEW_MEMORY (an in-memory store instead of
-# RocksDB, changelog kept). Each scenario reads 2 x N records: N of warm-up, N measured; each
+# processor's Bloom pre-check sized for 4 N keys from the start), S_NEW_LOOKUP, S_DUP_LOOKUP
+# (without the pre-check: every key looked up in the store), S_NEW_MEMORY (an in-memory store instead of
+# RocksDB, changelog kept), S_NEW_EXPIRE, S_NEW_WINDOW_EXPIRE (all new, the records' timestamps
+# spread over 5/3 of the window, so that keys expire in the measured half: the purge deletes
+# them, the window store drops a segment). Each scenario reads 2 x N records: N of warm-up, N measured; each
 # RESULT line gives the longest stall between two records of the measured half (maxGapMs) and
 # the size of the store once closed (RocksDB files, changelog on the broker).
 # As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker

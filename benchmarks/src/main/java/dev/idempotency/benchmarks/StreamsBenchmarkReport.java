@@ -62,8 +62,10 @@ public final class StreamsBenchmarkReport {
 		target(results, StreamsScenario.S_DUP, StreamsScenario.S_DUP_WINDOW, 1.5);
 		target(results, StreamsScenario.S_NEW_BLOOM, StreamsScenario.S_PASS_TWICE, 0.9);
 		target(results, StreamsScenario.S_DUP_BLOOM, StreamsScenario.S_PASS, 0.9);
+		target(results, StreamsScenario.S_NEW_EXPIRE, StreamsScenario.S_NEW_WINDOW_EXPIRE, 1.5);
 		stall(results, StreamsScenario.S_NEW, StreamsScenario.S_NEW_WINDOW);
 		stall(results, StreamsScenario.S_DUP, StreamsScenario.S_DUP_WINDOW);
+		stall(results, StreamsScenario.S_NEW_EXPIRE, StreamsScenario.S_NEW_WINDOW_EXPIRE);
 
 		System.out.println();
 		System.out.println("State after the run, per million keys stored (medians; RocksDB files once the "
