@@ -314,13 +314,16 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		// the purge still reads the store: for the filter, and for the oldest key kept
 		long cutoff = cutoff();
 		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
+		// a delete costs about ten times a read (a lookup, the delete, a changelog
+		// tombstone): a slice stops after a tenth of its keys' worth of deletes
+		int sliceDeletes = Math.max(2, this.settings.purgeSliceKeys() / 10);
 		List<String> expired = new ArrayList<>();
 		String from = this.purgeFrom;
 		int read = 0;
 		boolean done;
 		// from the key the slice before ended on (read again: the range includes it)
 		try (KeyValueIterator<String, Long> keys = (from != null) ? store().range(from, null) : store().all()) {
-			while (keys.hasNext() && read < this.settings.purgeSliceKeys()) {
+			while (keys.hasNext() && read < this.settings.purgeSliceKeys() && expired.size() < sliceDeletes) {
 				KeyValue<String, Long> entry = keys.next();
 				read++;
 				if (entry.value < cutoff) {

@@ -183,8 +183,9 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		/**
 		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
-		 * store in slices, one every 100 ms, so that the stream thread is never held for
-		 * long; the next starts once it is done. A purge does not read the store while no
+		 * store in slices, one every 100 ms, each of at most 20,000 keys read and 2,000
+		 * deleted, so that the stream thread is never held for long; the next starts once
+		 * it is done. A purge does not read the store while no
 		 * stored key can have expired (the processor keeps the oldest timestamp it stored
 		 * or its last purge kept).
 		 * @param purgeInterval the interval, positive

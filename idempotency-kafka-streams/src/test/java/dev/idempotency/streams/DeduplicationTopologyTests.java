@@ -130,6 +130,28 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * A slice of a purge also stops after a tenth of its keys' worth of deletes, each of
+	 * which costs a lookup and a changelog record on top of the read.
+	 */
+	@Test
+	void boundsTheDeletesOfOneSliceOfAPurge() {
+		start((builder) -> builder.purgeSliceKeys(20));
+		List<String> old = List.of("a", "b", "c", "d", "e", "f");
+		for (String key : old) {
+			send("k-" + key, "old " + key, key, T0);
+		}
+		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(200)));
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).hasSize(4);
+		for (int slice = 0; slice < 3; slice++) {
+			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).isEmpty();
+		assertThat(store.get("g")).isNotNull();
+	}
+
+	/**
 	 * A purge reads the store only once a key may have expired: the oldest key stored
 	 * decides, a late record's included.
 	 */
