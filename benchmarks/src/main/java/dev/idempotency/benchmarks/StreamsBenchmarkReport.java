@@ -54,7 +54,8 @@ public final class StreamsBenchmarkReport {
 		});
 
 		System.out.println();
-		System.out.println("Targets (ratios of the medians of the measured half's records/s, this run):");
+		System.out.println("Targets (ratios of the medians of this run: records/s of the measured half, and the "
+				+ "inverse ratio of the stream thread's CPU per record):");
 		System.out.println();
 		target(results, StreamsScenario.S_NEW, StreamsScenario.S_PASS_TWICE, 0.9);
 		target(results, StreamsScenario.S_DUP, StreamsScenario.S_PASS, 0.9);
@@ -94,8 +95,10 @@ public final class StreamsBenchmarkReport {
 		double ratio = median(results.get(scenario).get("steady")) / median(results.get(baseline).get("steady"));
 		double cpuRatio = median(results.get(baseline).get("cpuUsPerRecord"))
 				/ median(results.get(scenario).get("cpuUsPerRecord"));
-		System.out.printf("- %s / %s ≥ %.1f: %.2f (by stream-thread CPU: %.2f)  %s%n", scenario.name(),
-				baseline.name(), wanted, ratio, cpuRatio, (ratio >= wanted) ? "met" : "MISSED");
+		// on a loaded machine the two disagree: both are printed, with a verdict each
+		System.out.printf("- %s / %s ≥ %.1f: wall clock %.2f %s; stream-thread CPU %.2f %s%n", scenario.name(),
+				baseline.name(), wanted, ratio, (ratio >= wanted) ? "met" : "MISSED", cpuRatio,
+				(cpuRatio >= wanted) ? "met" : "MISSED");
 	}
 
 	private static void stall(Map<StreamsScenario, Map<String, List<Double>>> results, StreamsScenario scenario,
