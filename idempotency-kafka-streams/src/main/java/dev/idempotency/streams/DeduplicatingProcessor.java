@@ -281,7 +281,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			this.purging = true;
 			this.purgeFrom = null;
 			this.oldestKept = Long.MAX_VALUE;
-			this.buildingFilter = this.filter != null && this.filter.startBuilding(this, newFilter());
+			this.buildingFilter = this.filter != null && this.filter.builder == null
+					&& this.filter.startBuilding(this, newFilter());
 			// only while a purge is under way: a punctuation makes the task commit
 			this.slices = context().schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME,
 					(now) -> purgeSlice());
@@ -400,7 +401,8 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		while (from != null);
 		this.oldestStored = oldest;
-		if (shared != null && rebuilt != null && (deleted > 0 || shared.current == null)) {
+		if (shared != null && rebuilt != null
+				&& (deleted > 0 || shared.current == null || shared.current.full())) {
 			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {

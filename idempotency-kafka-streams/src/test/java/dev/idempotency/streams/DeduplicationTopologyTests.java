@@ -219,9 +219,13 @@ class DeduplicationTopologyTests {
 	 * A Bloom filter that holds more keys than it was sized for is replaced in the next
 	 * purge by one sized for twice as many, built from the store: no key is lost on the way.
 	 */
-	@Test
-	void growsAFullBloomFilterInTheNextPurgeAndKeepsEveryKey() {
-		start((builder) -> builder.bloomPreCheck(4, 0.01).purgeSliceKeys(10));
+	@ParameterizedTest(name = "in memory {0}")
+	@ValueSource(booleans = { false, true })
+	void growsAFullBloomFilterInTheNextPurgeAndKeepsEveryKey(boolean inMemory) {
+		start((builder) -> {
+			builder.bloomPreCheck(4, 0.01).purgeSliceKeys(10);
+			return inMemory ? builder.inMemory() : builder;
+		});
 		List<String> keys = java.util.stream.IntStream.range(0, 40).mapToObj((i) -> "key-" + i).toList();
 		for (String key : keys) {
 			send("k", key, key, T0);
