@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
 # Runs the Kafka Streams benchmark and prints one table. Usage:
 #   benchmarks/run-streams.sh [rounds] [measured records per scenario] [scenarios...]
-# Scenarios: S_PASS (pass-through baseline), S_NEW, S_DUP (the deduplicating processor on
-# all-new and all-duplicate input), S_NEW_BLOOM, S_DUP_BLOOM (the same with the in-memory
-# Bloom pre-check); not in the default set: S_NEW_MEMORY (an in-memory store instead of RocksDB,
-# changelog kept), S_PASS_TWICE (the pass-through that also sends each record to a second
-# topic, as a changelogged store sends one record per new key: the floor of its cost) and
-# S_NEW_PURGE (S_NEW with a purge every 5 s; each RESULT line gives the longest stall between
-# two records of the measured half, maxGapMs). Each scenario reads 2 x N records: N of warm-up,
-# N measured.
+# Scenarios: S_PASS (pass-through baseline), S_PASS_TWICE (the pass-through that also sends
+# each record to a second topic, as a changelogged store sends one record per new key: the
+# floor of its cost), S_NEW, S_DUP (the deduplicating processor, purging every 5 s, on
+# all-new and all-duplicate input), S_NEW_WINDOW, S_DUP_WINDOW (the usual window-store
+# deduplication, the same inputs); not in the default set: S_NEW_BLOOM, S_DUP_BLOOM (the
+# processor's Bloom pre-check sized for 4 N keys from the start), S_NEW_LOOKUP, S_DUP_LOOKUP
+# (without the pre-check: every key looked up in the store), S_NEW_MEMORY (an in-memory store instead of
+# RocksDB, changelog kept), S_NEW_EXPIRE, S_NEW_WINDOW_EXPIRE (all new, the records' timestamps
+# spread over 5/3 of the window, so that keys expire in the measured half: the purge deletes
+# them, the window store drops a segment). Each scenario reads 2 x N records: N of warm-up, N measured; each
+# RESULT line gives the longest stall between two records of the measured half (maxGapMs) and
+# the size of the store once closed (RocksDB files, changelog on the broker).
 # As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker
-# (the same infrastructure process as run.sh) pinned to CPU 1.
+# (the same infrastructure process as run.sh) pinned to CPU 1. The load average before each
+# scenario goes to load.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 records=${2:-300000}
 shift $(( $# > 2 ? 2 : $# ))
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(S_PASS S_NEW S_DUP S_NEW_BLOOM S_DUP_BLOOM)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(S_PASS S_PASS_TWICE S_NEW S_DUP S_NEW_WINDOW S_DUP_WINDOW)
 
 ./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
   -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
-classpath="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 work=benchmarks/target/run-streams-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$work"
+mkdir -p "$work/lib"
+# a copy of what this checkout built, so that a build during the run does not change it
+cp -r benchmarks/target/classes "$work/classes"
+classpath="$work/classes"
+for entry in $(tr ':' ' ' < benchmarks/target/classpath.txt); do
+  case "$entry" in
+    "$PWD"/*) cp -r "$entry" "$work/lib/" && classpath="$classpath:$work/lib/$(basename "$entry")" ;;
+    *) classpath="$classpath:$entry" ;;
+  esac
+done
 
 # exec: a backgrounded function runs in a subshell, and $! must be the JVM itself, or the
 # trap below kills the subshell and leaves the servers running
@@ -44,6 +57,7 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
+    echo "round $round $scenario: $(uptime)" >> "$work/load.txt"
     # shellcheck disable=SC2086
     line=$( (pin 0 java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmark \
       "$scenario" "$work/infrastructure.properties" "$records") 2>>"$work/scenarios.log" | grep '^RESULT' || true)
@@ -54,3 +68,5 @@ for round in $(seq 1 "$rounds"); do
 done
 
 java -cp "$classpath" dev.idempotency.benchmarks.StreamsBenchmarkReport "$work/results.txt" | tee "$work/report.md"
+echo "load average (1, 5, 15 min) before each scenario:"
+awk -F'load average: ' '{print "  " $1 $2}' "$work/load.txt" | sed 's/ up .*users\?, */ load /' | tee -a "$work/report.md"

@@ -62,25 +62,35 @@ public final class StreamsBenchmark {
 		String output = "streams-bench-" + run + "-out";
 		String copies = "streams-bench-" + run + "-copies";
 		createTopics(kafka, input, output, copies);
-		produce(kafka, input, run, measured, scenario.duplicates);
+		produce(kafka, input, run, measured, scenario.duplicates, scenario.expiring);
 
 		Timing clock = new Timing(measured);
 		StreamsBuilder builder = new StreamsBuilder();
 		KStream<String, String> records = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
 			.processValues(() -> new Clock(clock));
-		if (scenario.deduplicate) {
-			Deduplication.Builder<String, String> deduplication = Deduplication.builder("bench");
+		String store = null;
+		if (scenario.windowStore) {
+			records = records.processValues(new WindowStoreDeduplication(WINDOW));
+			store = WindowStoreDeduplication.STORE;
+		}
+		else if (scenario.deduplicate) {
+			// the purge on, every 5 s (the default is a minute, longer than a scenario):
+			// each purge reads the whole store, in slices (no key expires within the hour)
+			Deduplication.Builder<String, String> deduplication = Deduplication.<String, String>builder("bench")
+				.window(WINDOW)
+				.purgeInterval(Duration.ofSeconds(5));
 			if (scenario.bloomPreCheck) {
 				deduplication.bloomPreCheck(4L * measured, 0.01);
+			}
+			if (scenario == StreamsScenario.S_NEW_LOOKUP || scenario == StreamsScenario.S_DUP_LOOKUP) {
+				deduplication.withoutBloomPreCheck();
 			}
 			if (scenario == StreamsScenario.S_NEW_MEMORY) {
 				deduplication.inMemory();
 			}
-			if (scenario == StreamsScenario.S_NEW_PURGE) {
-				// every 5 s: each purge scans the whole store (no key expires within the hour)
-				deduplication.purgeInterval(Duration.ofSeconds(5));
-			}
-			records = records.processValues(deduplication.build());
+			Deduplication<String, String> built = deduplication.build();
+			records = records.processValues(built);
+			store = built.storeName();
 		}
 		records.to(output, Produced.with(Serdes.String(), Serdes.String()));
 		if (scenario == StreamsScenario.S_PASS_TWICE) {
@@ -109,16 +119,24 @@ public final class StreamsBenchmark {
 				throw new IllegalStateException("Scenario " + scenario + " saw only part of its records in 10 minutes");
 			}
 		}
+		StateSize size = (store != null) ? StateSize.of(kafka, stateDir, "streams-bench-" + run, store)
+				: StateSize.NONE;
 		System.err.println("THREADS scenario=" + scenario.name() + " "
 				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
 		System.out.println(String.format(
-				"RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f maxGapMs=%.1f",
+				"RESULT scenario=%s records=%d rate=%.0f steady=%.0f cpuUsPerRecord=%.2f maxGapMs=%.1f keys=%d"
+						+ " sstBytes=%d stateBytes=%d changelogBytes=%d changelogRecords=%d",
 				scenario.name(), measured, 2.0 * measured / seconds(clock.first, clock.last),
 				(measured - 1) / seconds(clock.half, clock.last),
-				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1), clock.maxGapNanos / 1e6));
+				(clock.lastCpu - clock.halfCpu) / 1e3 / (measured - 1), clock.maxGapNanos / 1e6,
+				scenario.duplicates ? measured : 2L * measured, size.sstBytes(), size.stateBytes(),
+				size.changelogBytes(), size.changelogRecords()));
 	}
+
+	// the module's default window, and the baseline's
+	static final Duration WINDOW = Duration.ofHours(1);
 
 	private static double seconds(long from, long to) {
 		return (to - from) / 1e9;
@@ -134,8 +152,16 @@ public final class StreamsBenchmark {
 		}
 	}
 
-	private static void produce(String kafka, String topic, String run, int measured, boolean duplicates)
-			throws IOException {
+	/**
+	 * Produce the input. With {@code expiring}, the records' timestamps are spread evenly
+	 * over 5/3 of the window, starting two hours ago: the measured half runs from 5/6 of
+	 * the window to 5/3 of it, so that the keys of the first records expire once the stream
+	 * time passes the window plus the grace period.
+	 */
+	private static void produce(String kafka, String topic, String run, int measured, boolean duplicates,
+			boolean expiring) throws IOException {
+		long start = System.currentTimeMillis() - Duration.ofHours(2).toMillis();
+		double step = WINDOW.toMillis() * 5.0 / 3 / (2.0 * measured);
 		Properties properties = new Properties();
 		properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka);
 		properties.put(ProducerConfig.LINGER_MS_CONFIG, 20);
@@ -146,7 +172,8 @@ public final class StreamsBenchmark {
 			for (int i = 0; i < 2 * measured; i++) {
 				int key = (duplicates && i >= measured) ? i - measured : i;
 				String id = run + "-" + key;
-				ProducerRecord<String, String> record = new ProducerRecord<>(topic, id, payload);
+				ProducerRecord<String, String> record = new ProducerRecord<>(topic, null,
+						expiring ? start + (long) (i * step) : null, id, payload);
 				record.headers().add("X-Idempotency-Key", id.getBytes(StandardCharsets.UTF_8));
 				producer.send(record);
 			}
@@ -248,14 +275,27 @@ public final class StreamsBenchmark {
 
 		S_DUP("deduplicating processor, all duplicates", true, true, false),
 
-		S_NEW_BLOOM("deduplicating processor with the Bloom pre-check, all new", true, false, true),
+		S_NEW_BLOOM("deduplicating processor, the Bloom pre-check sized for 4 N keys, all new", true, false, true),
 
-		S_DUP_BLOOM("deduplicating processor with the Bloom pre-check, all duplicates", true, true, true),
+		S_DUP_BLOOM("deduplicating processor, the Bloom pre-check sized for 4 N keys, all duplicates", true, true,
+				true),
+
+		S_NEW_LOOKUP("deduplicating processor without the Bloom pre-check, all new", true, false, false),
+
+		S_DUP_LOOKUP("deduplicating processor without the Bloom pre-check, all duplicates", true, true, false),
 
 		S_NEW_MEMORY("deduplicating processor, in-memory store (changelog kept), all new", true, false, false),
 
-		S_NEW_PURGE("deduplicating processor purging every 5 s (a scan of the whole store), all new", true, false,
-				false);
+		S_NEW_WINDOW("the usual window-store deduplication (fetch, then put), all new", true, false, false, true),
+
+		S_DUP_WINDOW("the usual window-store deduplication (fetch, then put), all duplicates", true, true, false,
+				true),
+
+		S_NEW_EXPIRE("deduplicating processor, all new, keys expiring in the measured half", true, false, false,
+				false, true),
+
+		S_NEW_WINDOW_EXPIRE("the usual window-store deduplication, all new, keys expiring in the measured half",
+				true, false, false, true, true);
 
 		final String description;
 
@@ -265,11 +305,27 @@ public final class StreamsBenchmark {
 
 		final boolean bloomPreCheck;
 
+		final boolean windowStore;
+
+		final boolean expiring;
+
 		StreamsScenario(String description, boolean deduplicate, boolean duplicates, boolean bloomPreCheck) {
+			this(description, deduplicate, duplicates, bloomPreCheck, false);
+		}
+
+		StreamsScenario(String description, boolean deduplicate, boolean duplicates, boolean bloomPreCheck,
+				boolean windowStore) {
+			this(description, deduplicate, duplicates, bloomPreCheck, windowStore, false);
+		}
+
+		StreamsScenario(String description, boolean deduplicate, boolean duplicates, boolean bloomPreCheck,
+				boolean windowStore, boolean expiring) {
 			this.description = description;
 			this.deduplicate = deduplicate;
 			this.duplicates = duplicates;
 			this.bloomPreCheck = bloomPreCheck;
+			this.windowStore = windowStore;
+			this.expiring = expiring;
 		}
 
 	}

@@ -47,6 +47,20 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private boolean purging;
 
+	// whether the purge under way also builds the task's next Bloom filter
+	private boolean buildingFilter;
+
+	// No key this processor stored, nor any key its last complete purge kept, is older
+	// than this: while the purge's cutoff is not past it, nothing can have expired, and a
+	// purge need not read the store. Unknown (the minimum) until a purge has read the
+	// store, which may hold keys restored from the changelog. The processors of a task
+	// share its store, and each purges all of it: each key is watched by the processor
+	// that stored it.
+	private long oldestStored = Long.MIN_VALUE;
+
+	// the oldest timestamp of the keys the purge under way kept or saw stored
+	private long oldestKept = Long.MAX_VALUE;
+
 	private @Nullable Cancellable slices;
 
 	DeduplicatingProcessor(Deduplication.Settings<K, V> settings) {
@@ -60,18 +74,26 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		this.store = context.getStateStore(this.settings.storeName());
 		TaskFilters filters = this.settings.taskFilters();
 		if (filters != null) {
-			this.filter = filters.acquire(context.taskId(), this::rebuildFilter);
+			this.filter = filters.acquire(context.taskId());
 		}
 		// init() runs again on the same instance when Kafka Streams revives a task
 		stopSlices();
-		if (this.filter != null || !store().persistent()) {
-			// the filter is rebuilt in the purge's scan, and an in-memory store copies the
-			// keys from where an iterator starts to the end when it opens one: the whole
-			// store at once
+		this.oldestStored = Long.MIN_VALUE;
+		if (!store().persistent()) {
+			// an in-memory store copies the keys from where an iterator starts to the end
+			// when it opens one: the whole store at once
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> purge());
+			if (this.filter != null && this.filter.current == null) {
+				this.filter.current = rebuildFilter();
+			}
 		}
 		else {
 			context.schedule(this.settings.purgeInterval(), PunctuationType.WALL_CLOCK_TIME, (now) -> startPurge());
+			if (this.filter != null && this.filter.current == null) {
+				// the filter is built by the purge's slices, a store restored from its
+				// changelog included; until then every key is looked up in the store
+				startPurge();
+			}
 		}
 	}
 
@@ -187,7 +209,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	}
 
 	private @Nullable Long lookUp(String key) {
-		if (this.filter != null && !this.filter.current.mightContain(key)) {
+		if (this.filter != null && !this.filter.mightContain(key)) {
 			return null;
 		}
 		return store().get(key);
@@ -199,30 +221,68 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	 * now has this one
 	 */
 	private @Nullable Long rememberIfAbsent(String key, long timestamp) {
-		if (this.filter != null && !this.filter.current.put(key)) {
+		if (this.filter != null && !this.filter.put(key)) {
 			// certainly new: stored without a lookup (the filter holds it now)
 			store().put(key, timestamp);
+			stored(timestamp);
 			return null;
 		}
-		return store().putIfAbsent(key, timestamp);
+		Long seenAt = store().putIfAbsent(key, timestamp);
+		if (seenAt == null) {
+			stored(timestamp);
+		}
+		return seenAt;
 	}
 
 	private void remember(String key, long timestamp) {
 		store().put(key, timestamp);
+		stored(timestamp);
 		if (this.filter != null) {
-			this.filter.current.put(key);
+			this.filter.put(key);
 		}
+	}
+
+	private void stored(long timestamp) {
+		this.oldestStored = Math.min(this.oldestStored, timestamp);
+		this.oldestKept = Math.min(this.oldestKept, timestamp);
+	}
+
+	/**
+	 * Return the timestamp below which a stored key has expired: the window plus the
+	 * grace period behind the stream time ({@code Long.MIN_VALUE} before the first record).
+	 */
+	private long cutoff() {
+		long streamTime = context().currentStreamTimeMs();
+		return (streamTime < 0) ? Long.MIN_VALUE : streamTime - this.settings.windowMs() - this.settings.graceMs();
+	}
+
+	/**
+	 * Return whether a purge has something to do: a key may have expired, or the task's
+	 * Bloom filter is still to be built, or holds more keys than it was sized for (the
+	 * next one is sized for twice as many).
+	 */
+	private boolean purgeNeeded() {
+		return cutoff() > this.oldestStored
+				|| (this.filter != null && (this.filter.current == null || this.filter.current.full()));
 	}
 
 	/**
 	 * Start a purge, unless one is under way: its slices, one every
 	 * {@link #PURGE_SLICE_INTERVAL}, each read a bounded number of keys, so that the stream
-	 * thread never stops for a scan of the whole store (about 0.3 µs a key).
+	 * thread never stops for a scan of the whole store (about 0.3 µs a key). With the Bloom
+	 * pre-check, the same slices build the task's next filter, without the expired keys (a
+	 * Bloom filter cannot forget), unless another processor of the task builds it.
 	 */
 	private void startPurge() {
 		if (!this.purging) {
+			if (!purgeNeeded()) {
+				return;
+			}
 			this.purging = true;
 			this.purgeFrom = null;
+			this.oldestKept = Long.MAX_VALUE;
+			this.buildingFilter = this.filter != null && this.filter.builder == null
+					&& this.filter.startBuilding(this, newFilter());
 			// only while a purge is under way: a punctuation makes the task commit
 			this.slices = context().schedule(PURGE_SLICE_INTERVAL, PunctuationType.WALL_CLOCK_TIME,
 					(now) -> purgeSlice());
@@ -231,6 +291,10 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	}
 
 	private void stopSlices() {
+		if (this.buildingFilter && this.filter != null) {
+			this.filter.abandonBuilding(this);
+		}
+		this.buildingFilter = false;
 		this.purging = false;
 		this.purgeFrom = null;
 		if (this.slices != null) {
@@ -247,23 +311,30 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		if (!this.purging) {
 			return;
 		}
-		long streamTime = context().currentStreamTimeMs();
-		if (streamTime < 0) {
-			stopSlices();
-			return;
-		}
-		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		// before the first record nothing has expired (the cutoff is the minimum), but
+		// the purge still reads the store: for the filter, and for the oldest key kept
+		long cutoff = cutoff();
+		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
+		// a delete costs about ten times a read (a lookup, the delete, a changelog
+		// tombstone): a slice stops after a tenth of its keys' worth of deletes
+		int sliceDeletes = Math.max(2, this.settings.purgeSliceKeys() / 10);
 		List<String> expired = new ArrayList<>();
 		String from = this.purgeFrom;
 		int read = 0;
 		boolean done;
 		// from the key the slice before ended on (read again: the range includes it)
 		try (KeyValueIterator<String, Long> keys = (from != null) ? store().range(from, null) : store().all()) {
-			while (keys.hasNext() && read < this.settings.purgeSliceKeys()) {
+			while (keys.hasNext() && read < this.settings.purgeSliceKeys() && expired.size() < sliceDeletes) {
 				KeyValue<String, Long> entry = keys.next();
 				read++;
 				if (entry.value < cutoff) {
 					expired.add(entry.key);
+				}
+				else {
+					this.oldestKept = Math.min(this.oldestKept, entry.value);
+					if (next != null) {
+						next.put(entry.key);
+					}
 				}
 				from = entry.key;
 			}
@@ -274,6 +345,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		}
 		this.purgeFrom = from;
 		if (done) {
+			this.oldestStored = this.oldestKept;
+			if (this.buildingFilter) {
+				Objects.requireNonNull(this.filter).finishBuilding(this);
+				this.buildingFilter = false;
+			}
 			stopSlices();
 		}
 		if (!expired.isEmpty() && logger.isDebugEnabled()) {
@@ -285,14 +361,14 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	/**
 	 * Delete the keys that fell out of the window plus the grace period of stream time,
 	 * and rebuild the Bloom filter without them (a Bloom filter cannot forget) in the same
-	 * scan of the store.
+	 * scan of the store: the purge of an in-memory store, read at once.
 	 */
 	private void purge() {
-		long streamTime = context().currentStreamTimeMs();
-		if (streamTime < 0) {
+		if (!purgeNeeded()) {
 			return;
 		}
-		long cutoff = streamTime - this.settings.windowMs() - this.settings.graceMs();
+		long cutoff = cutoff();
+		long oldest = Long.MAX_VALUE;
 		long deleted = 0;
 		List<String> expired = new ArrayList<>();
 		TaskFilters.Shared shared = this.filter;
@@ -306,8 +382,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					if (entry.value < cutoff) {
 						expired.add(entry.key);
 					}
-					else if (rebuilt != null) {
-						rebuilt.put(entry.key);
+					else {
+						oldest = Math.min(oldest, entry.value);
+						if (rebuilt != null) {
+							rebuilt.put(entry.key);
+						}
 					}
 					from = entry.key;
 				}
@@ -321,7 +400,9 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			deleted += expired.size();
 		}
 		while (from != null);
-		if (shared != null && rebuilt != null && deleted > 0) {
+		this.oldestStored = oldest;
+		if (shared != null && rebuilt != null
+				&& (deleted > 0 || shared.current == null || shared.current.full())) {
 			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
@@ -337,9 +418,15 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		return rebuilt;
 	}
 
+	/**
+	 * Return an empty filter for at least the configured number of keys, or twice as many
+	 * as the current filter holds.
+	 */
 	private SeenKeysFilter newFilter() {
 		Deduplication.BloomPreCheck sizing = Objects.requireNonNull(this.settings.bloomPreCheck());
-		return new SeenKeysFilter(sizing.expectedKeys(), sizing.falsePositiveRate());
+		SeenKeysFilter current = (this.filter != null) ? this.filter.current : null;
+		long held = (current != null) ? current.keys() : 0;
+		return new SeenKeysFilter(Math.max(sizing.expectedKeys(), 2 * held), sizing.falsePositiveRate());
 	}
 
 	private String coordinates() {

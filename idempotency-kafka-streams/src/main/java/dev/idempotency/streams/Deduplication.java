@@ -52,6 +52,13 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	private static final Pattern LEGAL_NAME = Pattern.compile("[a-zA-Z0-9._-]+");
 
+	/**
+	 * Default number of keys the Bloom pre-check's first filter of a task is sized for
+	 * (about 180 KB at a 1 % false-positive rate); a filter that holds more is replaced
+	 * by one twice as large in the next purge.
+	 */
+	public static final long DEFAULT_BLOOM_EXPECTED_KEYS = 100_000;
+
 	// a slice of a purge reads this many keys of the store: a few milliseconds of the
 	// stream thread (about 0.3 µs a key)
 	static final int DEFAULT_PURGE_SLICE_KEYS = 20_000;
@@ -72,7 +79,8 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	 * @param <K> the record key type
 	 * @param <V> the record value type
 	 * @return a builder with the defaults: the {@code X-Idempotency-Key} header, a window
-	 * of one hour, a grace period of one minute, late and keyless records forwarded
+	 * of one hour, a grace period of one minute, late and keyless records forwarded, the
+	 * Bloom pre-check on
 	 */
 	public static <K, V> Builder<K, V> builder(String name) {
 		return new Builder<>(name);
@@ -124,7 +132,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		private boolean persistent = true;
 
-		private @Nullable BloomPreCheck bloomPreCheck;
+		private @Nullable BloomPreCheck bloomPreCheck = new BloomPreCheck(DEFAULT_BLOOM_EXPECTED_KEYS, 0.01);
 
 		private Builder(String name) {
 			Objects.requireNonNull(name, "name must not be null");
@@ -175,8 +183,11 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		/**
 		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
-		 * store in slices, one every 100 ms, so that the stream thread is never held for
-		 * long; the next starts once it is done.
+		 * store in slices, one every 100 ms, each of at most 20,000 keys read and 2,000
+		 * deleted, so that the stream thread is never held for long; the next starts once
+		 * it is done. A purge does not read the store while no
+		 * stored key can have expired (the processor keeps the oldest timestamp it stored
+		 * or its last purge kept).
 		 * @param purgeInterval the interval, positive
 		 * @return this builder
 		 */
@@ -227,10 +238,15 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		}
 
 		/**
-		 * Put an in-memory Bloom filter of the seen keys in front of the store, so that a
-		 * key the filter has never seen is known new without a store lookup. The filter is
+		 * Size the in-memory Bloom filter of the seen keys that is in front of the store
+		 * (by default, for {@value #DEFAULT_BLOOM_EXPECTED_KEYS} keys at 1 %), so that a key
+		 * the filter has never seen is known new without a store lookup. The filter is
 		 * per task (partition), about 1.5 bytes per expected key at a 1 % false-positive
-		 * rate, rebuilt from the store when the task starts and in every purge.
+		 * rate; once it holds more keys than expected, the next purge replaces it with one
+		 * for twice as many as it holds. It is built from the store by the purge's slices, when the task starts
+		 * (until then every key is looked up in the store) and again in every purge, so
+		 * that it forgets the purged keys; while a purge builds the next filter, both are
+		 * held.
 		 * @param expectedKeys number of keys one task is expected to hold
 		 * @param falsePositiveRate wanted rate of false "maybe seen" answers, which cost a
 		 * store lookup (never a wrong decision)
@@ -238,6 +254,17 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 */
 		public Builder<K, V> bloomPreCheck(long expectedKeys, double falsePositiveRate) {
 			this.bloomPreCheck = new BloomPreCheck(expectedKeys, falsePositiveRate);
+			return this;
+		}
+
+		/**
+		 * Look every key up in the store, without the in-memory Bloom filter in front of
+		 * it: no memory for a filter, and a duplicate costs one hash less, but each new key
+		 * costs a store lookup.
+		 * @return this builder
+		 */
+		public Builder<K, V> withoutBloomPreCheck() {
+			this.bloomPreCheck = null;
 			return this;
 		}
 

@@ -35,7 +35,13 @@ final class SeenKeysFilter {
 
 	private final int bitsSetPerKey;
 
+	private final long expectedKeys;
+
+	// keys put that the filter certainly did not hold: at most the distinct keys put
+	private long keys;
+
 	SeenKeysFilter(long expectedKeys, double falsePositiveRate) {
+		this.expectedKeys = expectedKeys;
 		// k of a classic Bloom filter: m/n = -ln(p) / ln(2)^2, k = m/n * ln(2)
 		double bitsPerKeyOptimal = -Math.log(falsePositiveRate) / (Math.log(2) * Math.log(2));
 		this.bitsSetPerKey = (int) Math.max(1, Math.min(16, Math.round(bitsPerKeyOptimal * Math.log(2))));
@@ -115,7 +121,26 @@ final class SeenKeysFilter {
 			this.words[word] |= mask;
 			bits >>>= 9;
 		}
+		if (!held) {
+			this.keys++;
+		}
 		return held;
+	}
+
+	/**
+	 * Return how many of the keys put the filter certainly did not hold: the distinct keys
+	 * put, less the few the filter took for held ones.
+	 */
+	long keys() {
+		return this.keys;
+	}
+
+	/**
+	 * Return whether the filter holds more keys than it was sized for, beyond which its
+	 * false-positive rate grows past the one it was sized for.
+	 */
+	boolean full() {
+		return this.keys > this.expectedKeys;
 	}
 
 	/**

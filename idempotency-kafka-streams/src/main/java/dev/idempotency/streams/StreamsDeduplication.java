@@ -60,6 +60,9 @@ public final class StreamsDeduplication {
 		if (preCheck.enabled()) {
 			builder.bloomPreCheck(preCheck.expectedKeys(), preCheck.falsePositiveRate());
 		}
+		else {
+			builder.withoutBloomPreCheck();
+		}
 		return builder;
 	}
 

@@ -2,9 +2,9 @@ package dev.idempotency.streams;
 
 import java.util.HashMap;
 import java.util.Map;
-import java.util.function.Supplier;
 
 import org.apache.kafka.streams.processor.TaskId;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The Bloom pre-check filters of one {@link Deduplication}, one per task. A deduplication
@@ -17,13 +17,12 @@ final class TaskFilters {
 	private final Map<TaskId, Shared> filters = new HashMap<>();
 
 	/**
-	 * Return the task's filter, built when the task's first processor starts.
+	 * Return the task's filter, without keys until a scan of the store has built it.
 	 * @param task the task
-	 * @param build builds the filter from the task's store
 	 * @return the filter the task's processors share
 	 */
-	synchronized Shared acquire(TaskId task, Supplier<SeenKeysFilter> build) {
-		Shared shared = this.filters.computeIfAbsent(task, (id) -> new Shared(build.get()));
+	synchronized Shared acquire(TaskId task) {
+		Shared shared = this.filters.computeIfAbsent(task, (id) -> new Shared());
 		shared.users++;
 		return shared;
 	}
@@ -41,17 +40,79 @@ final class TaskFilters {
 	}
 
 	/**
-	 * The filter of one task, replaced when a purge rebuilds it. Used by the task's
-	 * processors only, on the task's thread.
+	 * The filter of one task, replaced when a scan of the store has built the next one.
+	 * Used by the task's processors only, on the task's thread.
 	 */
 	static final class Shared {
 
-		SeenKeysFilter current;
+		// null until a scan of the store has built it: until then, every key may be held
+		@Nullable SeenKeysFilter current;
+
+		// the filter a scan under way builds; every key stored meanwhile goes into it too,
+		// so that it holds the keys stored behind the scan as well as those it reads
+		@Nullable SeenKeysFilter next;
+
+		// the processor whose scan builds next
+		@Nullable Object builder;
 
 		private int users;
 
-		private Shared(SeenKeysFilter current) {
-			this.current = current;
+		private Shared() {
+		}
+
+		/**
+		 * Return whether the task's store might hold the key ({@code false}: it does not).
+		 */
+		boolean mightContain(String key) {
+			return this.current == null || this.current.mightContain(key);
+		}
+
+		/**
+		 * Add a key that is being stored.
+		 * @return whether the store might have held it already ({@code false}: it
+		 * certainly did not)
+		 */
+		boolean put(String key) {
+			boolean held = this.current == null || this.current.put(key);
+			if (this.next != null) {
+				this.next.put(key);
+			}
+			return held;
+		}
+
+		/**
+		 * Start building the next filter, unless another processor's scan builds it.
+		 * @return whether the caller builds it
+		 */
+		boolean startBuilding(Object scanner, SeenKeysFilter empty) {
+			if (this.builder != null) {
+				return false;
+			}
+			this.builder = scanner;
+			this.next = empty;
+			return true;
+		}
+
+		/**
+		 * Put the next filter in place of the current one: the caller's scan has read the
+		 * whole store.
+		 */
+		void finishBuilding(Object scanner) {
+			if (this.builder == scanner) {
+				this.current = this.next;
+				this.next = null;
+				this.builder = null;
+			}
+		}
+
+		/**
+		 * Drop the next filter: the caller's scan stopped before the end of the store.
+		 */
+		void abandonBuilding(Object scanner) {
+			if (this.builder == scanner) {
+				this.next = null;
+				this.builder = null;
+			}
 		}
 
 	}

@@ -60,7 +60,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void forwardsTheFirstRecordOfAKeyAndDropsTheCopiesWithinTheWindow(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k1", "copy", "a", T0.plusSeconds(10));
 		send("k2", "other", "b", T0.plusSeconds(20));
@@ -73,7 +73,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void forwardsAKeyAgainOnceTheWindowHasPassedAndPurgesItAfterTheGracePeriod(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k2", "other", "b", T0.plus(Duration.ofMinutes(61)));
 		send("k1", "again", "a", T0.plus(Duration.ofMinutes(61)));
@@ -93,7 +93,7 @@ class DeduplicationTopologyTests {
 	@ParameterizedTest(name = "Bloom pre-check {0}")
 	@ValueSource(booleans = { false, true })
 	void keepsTheKeysThatAreWithinTheWindowPlusGraceWhenPurging(boolean preCheck) {
-		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder);
+		start((builder) -> preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck());
 		send("k1", "first", "a", T0);
 		send("k2", "other", "b", T0.plus(Duration.ofMinutes(60)));
 		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
@@ -130,6 +130,119 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
+	 * A slice of a purge also stops after a tenth of its keys' worth of deletes, each of
+	 * which costs a lookup and a changelog record on top of the read.
+	 */
+	@Test
+	void boundsTheDeletesOfOneSliceOfAPurge() {
+		start((builder) -> builder.purgeSliceKeys(20));
+		List<String> old = List.of("a", "b", "c", "d", "e", "f");
+		for (String key : old) {
+			send("k-" + key, "old " + key, key, T0);
+		}
+		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(200)));
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).hasSize(4);
+		for (int slice = 0; slice < 3; slice++) {
+			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).isEmpty();
+		assertThat(store.get("g")).isNotNull();
+	}
+
+	/**
+	 * A purge reads the store only once a key may have expired: the oldest key stored
+	 * decides, a late record's included.
+	 */
+	@ParameterizedTest(name = "in memory {0}")
+	@ValueSource(booleans = { false, true })
+	void purgesOnceAKeyMayHaveExpiredALateRecordsKeyIncluded(boolean inMemory) {
+		start((builder) -> inMemory ? builder.inMemory() : builder);
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		send("k1", "first", "a", T0);
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k2", "second", "b", T0.plus(Duration.ofMinutes(30)));
+		// nothing can have expired: no purge reads the store
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k3", "moves stream time", "c", T0.plus(Duration.ofMinutes(200)));
+		send("k4", "late", "d", T0.plus(Duration.ofMinutes(5)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(store.get("a")).isNull();
+		assertThat(store.get("b")).isNull();
+		assertThat(store.get("d")).isNull();
+		assertThat(store.get("c")).isEqualTo(T0.plus(Duration.ofMinutes(200)).toEpochMilli());
+		// a late record stored after a purge that found nothing to delete
+		send("k5", "late again", "e", T0.plus(Duration.ofMinutes(5)));
+		assertThat(store.get("e")).isNotNull();
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		assertThat(store.get("e")).isNull();
+		assertThat(values()).containsExactly("first", "second", "moves stream time", "late", "late again");
+	}
+
+	/**
+	 * With the Bloom pre-check, the purge's slices build the next filter: a key stored
+	 * while they run, behind or ahead of where they read, is in it as well as every key
+	 * they read, and the expired keys are not.
+	 */
+	@Test
+	void buildsTheNextBloomFilterInThePurgesSlicesWithTheKeysStoredMeanwhile() {
+		start((builder) -> builder.bloomPreCheck(1000, 0.01).purgeSliceKeys(2));
+		List<String> kept = List.of("b", "c", "d", "e", "f");
+		send("k-a", "old a", "a", T0);
+		for (String key : kept) {
+			send("k-" + key, key, key, T0.plus(Duration.ofMinutes(100)));
+		}
+		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(150)));
+		// the first slice reads a (expired) and b
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		send("k-0", "behind the slices", "0", T0.plus(Duration.ofMinutes(150)));
+		send("k-z", "ahead of the slices", "z", T0.plus(Duration.ofMinutes(150)));
+		for (String key : kept) {
+			send("k-" + key, "copy while building", key, T0.plus(Duration.ofMinutes(150)));
+		}
+		for (int slice = 0; slice < 10; slice++) {
+			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
+		assertThat(store.get("a")).isNull();
+		for (String key : List.of("0", "z", "b", "c", "d", "e", "f", "g")) {
+			send("k-" + key, "copy once built", key, T0.plus(Duration.ofMinutes(151)));
+		}
+		send("k-a", "a again", "a", T0.plus(Duration.ofMinutes(151)));
+		assertThat(values()).containsExactly("old a", "b", "c", "d", "e", "f", "moves stream time",
+				"behind the slices", "ahead of the slices", "a again");
+		assertThat(count("dropped", "duplicate")).isEqualTo(13);
+	}
+
+	/**
+	 * A Bloom filter that holds more keys than it was sized for is replaced in the next
+	 * purge by one sized for twice as many, built from the store: no key is lost on the way.
+	 */
+	@ParameterizedTest(name = "in memory {0}")
+	@ValueSource(booleans = { false, true })
+	void growsAFullBloomFilterInTheNextPurgeAndKeepsEveryKey(boolean inMemory) {
+		start((builder) -> {
+			builder.bloomPreCheck(4, 0.01).purgeSliceKeys(10);
+			return inMemory ? builder.inMemory() : builder;
+		});
+		List<String> keys = java.util.stream.IntStream.range(0, 40).mapToObj((i) -> "key-" + i).toList();
+		for (String key : keys) {
+			send("k", key, key, T0);
+		}
+		for (int slice = 0; slice < 10; slice++) {
+			this.driver.advanceWallClockTime(slice == 0 ? Duration.ofMinutes(1) : DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
+		}
+		for (String key : keys) {
+			send("k", "copy of " + key, key, T0.plusSeconds(1));
+		}
+		send("k", "new", "key-40", T0.plusSeconds(1));
+		assertThat(values()).containsExactlyElementsOf(
+				java.util.stream.Stream.concat(keys.stream(), java.util.stream.Stream.of("new")).toList());
+		assertThat(count("dropped", "duplicate")).isEqualTo(40);
+	}
+
+	/**
 	 * One {@code Deduplication} applied to two streams (to drop copies across two topics)
 	 * gives each task two processors on one store: they must share what the pre-check
 	 * knows, also after one of them purged the store and rebuilt the filter.
@@ -139,7 +252,7 @@ class DeduplicationTopologyTests {
 	void dropsCopiesAcrossTwoStreamsThatShareTheProcessor(boolean preCheck) {
 		Deduplication.Builder<String, String> builder = Deduplication.<String, String>builder("orders")
 			.meterRegistry(this.registry);
-		Deduplication<String, String> deduplication = (preCheck ? builder.bloomPreCheck(1000, 0.01) : builder)
+		Deduplication<String, String> deduplication = (preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck())
 			.build();
 		StreamsBuilder streams = new StreamsBuilder();
 		Consumed<String, String> consumed = Consumed.with(new org.apache.kafka.common.serialization.Serdes.StringSerde(),
@@ -283,7 +396,7 @@ class DeduplicationTopologyTests {
 				}
 				return value.substring(0, 1);
 			}));
-			return preCheck ? builder.bloomPreCheck(1000, 0.01) : builder;
+			return preCheck ? builder.bloomPreCheck(1000, 0.01) : builder.withoutBloomPreCheck();
 		});
 		send("k1", "a1", null, T0);
 		assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> send("k2", "bad", null, T0))

@@ -52,6 +52,17 @@ class IdempotencyStreamsAutoConfigurationTests {
 	}
 
 	@Test
+	void checksABloomFilterBeforeTheStoreByDefault() {
+		this.runner.run((context) -> {
+			IdempotencyStreamsProperties.BloomPreCheck preCheck = context.getBean(IdempotencyStreamsProperties.class)
+				.bloomPreCheck();
+			assertThat(preCheck.enabled()).isTrue();
+			assertThat(preCheck.expectedKeys()).isEqualTo(Deduplication.DEFAULT_BLOOM_EXPECTED_KEYS);
+			assertThat(preCheck.falsePositiveRate()).isEqualTo(0.01);
+		});
+	}
+
+	@Test
 	void backsOffWithoutKafkaStreams() {
 		this.runner.withClassLoader(new FilteredClassLoader(KafkaStreams.class))
 			.run((context) -> assertThat(context).doesNotHaveBean(StreamsDeduplication.class));

@@ -57,4 +57,16 @@ class SeenKeysFilterTests {
 		assertThat(IntStream.range(0, keys).allMatch((i) -> filter.mightContain("key-" + i))).isTrue();
 	}
 
+	@org.junit.jupiter.api.Test
+	void countsTheKeysItCertainlyDidNotHoldAndIsFullPastItsSize() {
+		SeenKeysFilter filter = new SeenKeysFilter(1000, 0.01);
+		IntStream.range(0, 1000).forEach((i) -> filter.put("key-" + i));
+		IntStream.range(0, 1000).forEach((i) -> filter.put("key-" + i));
+		// the keys a put took for held ones are false positives: about 1 % at most
+		assertThat(filter.keys()).isBetween(980L, 1000L);
+		assertThat(filter.full()).isFalse();
+		IntStream.range(1000, 1100).forEach((i) -> filter.put("key-" + i));
+		assertThat(filter.full()).isTrue();
+	}
+
 }
