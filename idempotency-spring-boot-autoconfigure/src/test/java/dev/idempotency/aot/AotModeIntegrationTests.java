@@ -45,7 +45,9 @@ import static org.awaitility.Awaitility.await;
  */
 class AotModeIntegrationTests {
 
-	private static final Path OUTPUT = Path.of("target", "aot-mode");
+	// the module's build directory: target, or that of a profile (target/boot-4.0)
+	private static final Path OUTPUT = Path.of(System.getProperty("idempotency.test.build-directory", "target"),
+			"aot-mode");
 
 	private static final int RECORDS = 20;
 
@@ -103,7 +105,8 @@ class AotModeIntegrationTests {
 		try {
 			TopicPartition partition = new TopicPartition(AotApplication.TOPIC, 0);
 			long end = TestKafka.endOffset(partition);
-			await().atMost(Duration.ofSeconds(90))
+			// a loaded machine takes over a minute to start the application's JVM
+			await().atMost(Duration.ofMinutes(3))
 				.until(() -> !application.isAlive() || TestKafka.committedOffset("aot", partition) == end);
 			assertThat(application.isAlive()).as(() -> tail(log)).isTrue();
 			assertThat(Files.readString(log)).contains("Starting AOT-processed AotApplication");

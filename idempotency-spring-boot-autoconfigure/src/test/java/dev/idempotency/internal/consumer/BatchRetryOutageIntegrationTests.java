@@ -15,6 +15,7 @@ import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
+import dev.idempotency.test.TestThreads;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -111,7 +112,7 @@ class BatchRetryOutageIntegrationTests {
 			if (this.failOnce.compareAndSet(true, false)) {
 				String key = records.get(0).value();
 				// waits for this attempt's claim to roll back, then holds the key
-				CompletableFuture.runAsync(() -> {
+				TestThreads.runAsync(() -> {
 					try {
 						this.held.complete(HeldKey.hold(this.holder, "batch-retry-outage", key));
 					}

@@ -4,6 +4,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.idempotency.test.TestThreads;
+
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -24,7 +26,7 @@ final class OpenTransaction implements AutoCloseable {
 
 	private OpenTransaction(TransactionTemplate transactions, JdbcTemplate jdbc, Runnable work) {
 		this.jdbc = jdbc;
-		this.committed = CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
+		this.committed = TestThreads.runAsync(() -> transactions.executeWithoutResult((status) -> {
 			try {
 				work.run();
 				this.backend.complete(jdbc.queryForObject("SELECT pg_backend_pid()", Integer.class));

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.internal.store.TableName;
 import dev.idempotency.test.TestApplication;
+import dev.idempotency.test.TestThreads;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -71,7 +72,7 @@ class OutboxOrderIntegrationTests {
 		CompletableFuture<List<OutboxRecord>> early;
 		// relay b starts its claim (and its transaction) while relay c holds the claim turn
 		try (OpenTransaction turn = OpenTransaction.begin(transactions, jdbc, repository::takeClaimTurn)) {
-			early = CompletableFuture.supplyAsync(() -> repository.claim("relay-b", LEASE));
+			early = TestThreads.supplyAsync(() -> repository.claim("relay-b", LEASE));
 			await().atMost(Duration.ofSeconds(10)).until(turn::blocksAnother);
 			// the dead event is re-queued after relay b's transaction started
 			assertThat(app.bean(OutboxDeadLetters.class).requeue(first)).isTrue();
@@ -210,7 +211,7 @@ class OutboxOrderIntegrationTests {
 					Boolean.class));
 		try (OpenTransaction release = OpenTransaction.begin(transactions, jdbc,
 				() -> repository.release(List.of(stale.get(0).claim()), "relay-a"))) {
-			CompletableFuture<List<OutboxRecord>> takeover = CompletableFuture
+			CompletableFuture<List<OutboxRecord>> takeover = TestThreads
 				.supplyAsync(() -> repository.claim("relay-b", LEASE));
 			assertThat(takeover.get(10, TimeUnit.SECONDS)).extracting(OutboxRecord::eventId).containsExactly(event);
 		}
@@ -226,7 +227,7 @@ class OutboxOrderIntegrationTests {
 		CompletableFuture<UUID> second;
 		try (OpenTransaction earlier = OpenTransaction.begin(transactions, jdbc,
 				() -> first.set(publish(key, "first")))) {
-			second = CompletableFuture.supplyAsync(() -> publish(key, "second"));
+			second = TestThreads.supplyAsync(() -> publish(key, "second"));
 			await().atMost(Duration.ofSeconds(10)).until(() -> second.isDone() || earlier.blocksAnother());
 			assertThat(second).as("a publisher of the same key, while the first is open").isNotDone();
 			// another key does not wait
@@ -276,7 +277,7 @@ class OutboxOrderIntegrationTests {
 	}
 
 	private static CompletableFuture<Void> publishBoth(String first, String second, CountDownLatch eachHoldsOneKey) {
-		return CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
+		return TestThreads.runAsync(() -> transactions.executeWithoutResult((status) -> {
 			publish(first, "1");
 			eachHoldsOneKey.countDown();
 			try {

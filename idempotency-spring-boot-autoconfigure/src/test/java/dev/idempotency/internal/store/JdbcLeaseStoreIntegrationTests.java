@@ -12,6 +12,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.idempotency.test.TestThreads;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -163,7 +164,7 @@ class JdbcLeaseStoreIntegrationTests {
 		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 		CountDownLatch claimed = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		CompletableFuture<Boolean> holder = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+		CompletableFuture<Boolean> holder = TestThreads.supplyAsync(() -> transactions.execute((status) -> {
 			boolean isNew = transactional.claim(message).isNew();
 			claimed.countDown();
 			await(release);
@@ -172,7 +173,7 @@ class JdbcLeaseStoreIntegrationTests {
 		}));
 		try {
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
-			CompletableFuture<LeaseClaim> lease = CompletableFuture.supplyAsync(() -> impatient.claim(message, MINUTE, null));
+			CompletableFuture<LeaseClaim> lease = TestThreads.supplyAsync(() -> impatient.claim(message, MINUTE, null));
 			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> lease.get(5, TimeUnit.SECONDS))
 				.withCauseInstanceOf(PessimisticLockingFailureException.class);
 		}

@@ -26,6 +26,7 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idempotency.internal.metrics.MicrometerIdempotencyMetrics;
+import dev.idempotency.test.TestThreads;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -101,7 +102,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CountDownLatch release = new CountDownLatch(1);
 		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
-		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		CompletableFuture<Boolean> second = TestThreads.supplyAsync(() -> claimAndComplete(message));
 		// The second claim blocks on the unique index while the first is open.
 		Thread.sleep(300);
 		assertThat(second).isNotDone();
@@ -117,7 +118,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CountDownLatch release = new CountDownLatch(1);
 		CompletableFuture<Boolean> first = holdClaim(message, claimed, release, true);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
-		CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> claimAndComplete(message));
+		CompletableFuture<Boolean> second = TestThreads.supplyAsync(() -> claimAndComplete(message));
 		Thread.sleep(300);
 		release.countDown();
 		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
@@ -154,7 +155,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CompletableFuture<Boolean> first = holdClaim(held, claimed, release, false);
 		try {
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
-			CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(impatient, batch));
+			CompletableFuture<List<Boolean>> second = TestThreads.supplyAsync(() -> claimAll(impatient, batch));
 			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> second.get(5, TimeUnit.SECONDS))
 				.withCauseInstanceOf(PessimisticLockingFailureException.class);
 		}
@@ -241,7 +242,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 			CountDownLatch release = new CountDownLatch(1);
 			CompletableFuture<Boolean> first = holdClaim(message, claimed, release, false);
 			assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
-			CompletableFuture<Boolean> second = CompletableFuture
+			CompletableFuture<Boolean> second = TestThreads
 				.supplyAsync(() -> patientTransactions.execute((status) -> patient.claim(message).isNew()));
 			// well past the connection's own 100 ms lock timeout
 			Thread.sleep(500);
@@ -329,7 +330,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CompletableFuture<Boolean> first = holdClaim(batch.get(3), claimed, release, false);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 		JdbcProcessedMessageStore fresh = store(dataSource, Duration.ofSeconds(5));
-		CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(fresh, batch));
+		CompletableFuture<List<Boolean>> second = TestThreads.supplyAsync(() -> claimAll(fresh, batch));
 		Thread.sleep(300);
 		assertThat(second).isNotDone();
 		release.countDown();
@@ -347,7 +348,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 		CompletableFuture<Boolean> first = holdClaim(batch.get(3), claimed, release, true);
 		assertThat(claimed.await(10, TimeUnit.SECONDS)).isTrue();
 		JdbcProcessedMessageStore fresh = store(dataSource, Duration.ofSeconds(5));
-		CompletableFuture<List<Boolean>> second = CompletableFuture.supplyAsync(() -> claimAll(fresh, batch));
+		CompletableFuture<List<Boolean>> second = TestThreads.supplyAsync(() -> claimAll(fresh, batch));
 		Thread.sleep(300);
 		release.countDown();
 		assertThat(first.get(10, TimeUnit.SECONDS)).isTrue();
@@ -374,7 +375,7 @@ class JdbcProcessedMessageStoreIntegrationTests extends ProcessedMessageStoreCon
 	 */
 	private static CompletableFuture<Boolean> holdClaim(ProcessedMessage message, CountDownLatch claimed,
 			CountDownLatch release, boolean rollBack) {
-		return CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+		return TestThreads.supplyAsync(() -> transactions.execute((status) -> {
 			boolean result = store.claim(message).isNew();
 			claimed.countDown();
 			await(release);

@@ -15,6 +15,7 @@ import dev.idempotency.outbox.Outbox;
 import dev.idempotency.test.RecordingListener;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestThreads;
 import jakarta.servlet.http.HttpServletRequest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -52,7 +53,7 @@ class IdempotentLeaseHandlerIntegrationTests {
 		String key = UUID.randomUUID().toString();
 		Charges.hold = new CountDownLatch(1);
 		Charges.entered = new CountDownLatch(1);
-		CompletableFuture<HttpResponse<String>> first = CompletableFuture
+		CompletableFuture<HttpResponse<String>> first = TestThreads
 			.supplyAsync(() -> post("/held", key, "{\"amount\": 5}"));
 		assertThat(Charges.entered.await(10, TimeUnit.SECONDS)).isTrue();
 		HttpResponse<String> concurrent = post("/held", key, "{\"amount\": 5}");
@@ -76,7 +77,7 @@ class IdempotentLeaseHandlerIntegrationTests {
 		Charges.hold = new CountDownLatch(1);
 		Charges.entered = new CountDownLatch(1);
 		Charges.holdFirst = true;
-		CompletableFuture<HttpResponse<String>> stalled = CompletableFuture
+		CompletableFuture<HttpResponse<String>> stalled = TestThreads
 			.supplyAsync(() -> post("/charges", key, "{\"amount\": 5}"));
 		assertThat(Charges.entered.await(10, TimeUnit.SECONDS)).isTrue();
 		Thread.sleep(1500);
