@@ -62,8 +62,8 @@ final class Checker {
 	 * The counts of a run and what they break.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
-			long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations,
-			List<String> violations) {
+			long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice, long lost, long outboxLost,
+			long orderViolations, List<String> violations) {
 
 		boolean passed() {
 			return this.violations.isEmpty();

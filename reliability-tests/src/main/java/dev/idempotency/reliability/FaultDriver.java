@@ -86,6 +86,9 @@ public final class FaultDriver {
 
 	Checker.Verdict run() throws Exception {
 		log("seed=" + this.options.seed() + " " + this.options);
+		if (!postgresSettings().isEmpty()) {
+			log("postgres settings " + postgresSettings());
+		}
 		FaultPlan plan = new FaultPlan(this.options);
 		plan.faults().forEach((fault) -> log("plan " + fault));
 		deleteRecursively(this.directory);
@@ -93,7 +96,7 @@ public final class FaultDriver {
 		Thread cleanup = new Thread(this::stopEverything);
 		Runtime.getRuntime().addShutdownHook(cleanup);
 		try {
-			this.postgres = new PostgresServer(this.directory.resolve("postgres"));
+			this.postgres = new PostgresServer(this.directory.resolve("postgres"), postgresSettings());
 			this.postgres.start();
 			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
 			this.redis = new RedisProcess();
@@ -375,6 +378,23 @@ public final class FaultDriver {
 		catch (IOException | RuntimeException ex) {
 			log("could not stop a server: " + ex);
 		}
+	}
+
+	// settings over the durable defaults, e.g. synchronous_commit=off for a negative control
+	private static Map<String, String> postgresSettings() {
+		String settings = System.getenv("RELIABILITY_POSTGRES_SETTINGS");
+		Map<String, String> result = new HashMap<>();
+		if (settings != null && !settings.isBlank()) {
+			for (String setting : settings.trim().split("\\s+")) {
+				int equals = setting.indexOf('=');
+				if (equals < 1) {
+					throw new IllegalArgumentException(
+							"RELIABILITY_POSTGRES_SETTINGS takes name=value pairs: " + setting);
+				}
+				result.put(setting.substring(0, equals), setting.substring(equals + 1));
+			}
+		}
+		return result;
 	}
 
 	private void log(String message) {

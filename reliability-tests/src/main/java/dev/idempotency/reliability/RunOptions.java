@@ -29,8 +29,8 @@ import java.util.Set;
  * @param workDirectory where the servers keep their data and the processes their logs
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
-		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays, Duration window,
-		Duration drainTimeout, boolean control, Path workDirectory) {
+		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
+		Duration window, Duration drainTimeout, boolean control, Path workDirectory) {
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
