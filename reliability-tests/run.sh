@@ -4,7 +4,8 @@
 #   reliability-tests/run.sh --size=ci --seed=42        (the size the build runs)
 #   reliability-tests/run.sh --size=control             (the negative control: must fail)
 # RELIABILITY_WORKLOAD_ARGS="--idempotency.outbox.claim-ahead=true ..." adds application properties
-# to every workload process.
+# to every workload process; RELIABILITY_POSTGRES_SETTINGS="synchronous_commit=off ..." sets
+# PostgreSQL's settings over its durable defaults (a negative control of the crash check).
 # Exits 0 when the checker found nothing, 1 otherwise. Data and logs of each process:
 # reliability-tests/target/reliability/run-<seed>/ (control-<seed>/ for the control).
 set -euo pipefail

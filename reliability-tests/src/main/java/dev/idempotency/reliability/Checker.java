@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -44,11 +45,25 @@ final class Checker {
 	}
 
 	/**
+	 * What the driver injected, as the summary reports it.
+	 * @param duplicatesInjected records sent again by the producer or replayed
+	 * @param kills SIGKILLs of workload processes
+	 * @param redisRestarts Redis restarts
+	 * @param dbKills rounds of {@code pg_terminate_backend}
+	 * @param pgCrashes crashes of PostgreSQL (every process SIGKILLed), each recovered
+	 * @param pgOutageSeconds how long PostgreSQL was down in all, by stops and crashes
+	 */
+	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long pgCrashes,
+			double pgOutageSeconds) {
+
+	}
+
+	/**
 	 * The counts of a run and what they break.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
-			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations,
-			List<String> violations) {
+			long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice, long lost, long outboxLost,
+			long orderViolations, List<String> violations) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -56,15 +71,23 @@ final class Checker {
 
 		String summary() {
 			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
-					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " applied_once="
+					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " pg_crashes="
+					+ this.pgCrashes + " pg_outage_s=" + String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds)
+					+ " applied_once="
 					+ this.appliedOnce + " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost="
 					+ this.outboxLost + " order_violations=" + this.orderViolations;
 		}
 
 	}
 
-	Verdict check(long duplicatesInjected, long kills, long redisRestarts, long dbKills) throws SQLException {
-		List<String> violations = new ArrayList<>();
+	/**
+	 * Count the effects of a drained run.
+	 * @param faults what the driver injected, for the summary
+	 * @param crashLosses what PostgreSQL's crashes lost of what was committed before
+	 * them (see {@link CrashWitness}), one violation each
+	 */
+	Verdict check(Faults faults, List<String> crashLosses) throws SQLException {
+		List<String> violations = new ArrayList<>(crashLosses);
 		long events;
 		long once;
 		long twice;
@@ -131,7 +154,8 @@ final class Checker {
 		if (orderViolations[0] > 0) {
 			violations.add(orderViolations[0] + " events published before an older event of their account");
 		}
-		return new Verdict(events, duplicatesInjected, kills, redisRestarts, dbKills, once, twice, lost, outboxLost,
+		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
+				faults.dbKills(), faults.pgCrashes(), faults.pgOutageSeconds(), once, twice, lost, outboxLost,
 				orderViolations[0], List.copyOf(violations));
 	}
 

@@ -58,6 +58,12 @@ public final class FaultDriver {
 
 	private long dbOutages;
 
+	private long pgCrashes;
+
+	private long pgDownNanos;
+
+	private final List<String> crashLosses = new ArrayList<>();
+
 	private long brokerRestarts;
 
 	private long pauses;
@@ -80,6 +86,9 @@ public final class FaultDriver {
 
 	Checker.Verdict run() throws Exception {
 		log("seed=" + this.options.seed() + " " + this.options);
+		if (!postgresSettings().isEmpty()) {
+			log("postgres settings " + postgresSettings());
+		}
 		FaultPlan plan = new FaultPlan(this.options);
 		plan.faults().forEach((fault) -> log("plan " + fault));
 		deleteRecursively(this.directory);
@@ -87,7 +96,7 @@ public final class FaultDriver {
 		Thread cleanup = new Thread(this::stopEverything);
 		Runtime.getRuntime().addShutdownHook(cleanup);
 		try {
-			this.postgres = new PostgresServer(this.directory.resolve("postgres"));
+			this.postgres = new PostgresServer(this.directory.resolve("postgres"), postgresSettings());
 			this.postgres.start();
 			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
 			this.redis = new RedisProcess();
@@ -136,12 +145,13 @@ public final class FaultDriver {
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
 				log(String.format(
-						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d broker_restarts=%d pauses=%d replayed=%d exited_by_themselves=%d",
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d exited_by_themselves=%d",
 						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
-						this.dbOutages, this.brokerRestarts, this.pauses, this.replayed, this.exits));
+						this.dbOutages, this.pgCrashes, this.brokerRestarts, this.pauses, this.replayed, this.exits));
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
-					.check(producer.duplicatesInjected(), this.kills, this.redisRestarts, this.dbKills);
+					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
+							this.dbKills, this.pgCrashes, this.pgDownNanos / 1e9), this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
 				System.out.println(verdict.summary());
@@ -174,12 +184,15 @@ public final class FaultDriver {
 			}
 			case DB_OUTAGE -> {
 				log("postgres stop for " + fault.duration().toMillis() + " ms");
+				long down = System.nanoTime();
 				this.postgres.stop();
 				Thread.sleep(fault.duration().toMillis());
 				this.postgres.start();
+				this.pgDownNanos += System.nanoTime() - down;
 				this.dbOutages++;
 				log("postgres started");
 			}
+			case PG_CRASH -> crashPostgres(fault);
 			case BROKER_RESTART -> {
 				log("kafka stop for " + fault.duration().toMillis() + " ms");
 				this.broker.stop();
@@ -251,6 +264,36 @@ public final class FaultDriver {
 		}
 		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims, restart in "
 				+ fault.duration().toMillis() + " ms");
+	}
+
+	private void crashPostgres(FaultPlan.Fault fault) throws Exception {
+		CrashWitness witness = new CrashWitness(this.postgres.jdbcUrl(), (int) this.pgCrashes + 1);
+		witness.commitBeforeCrash();
+		long down = System.nanoTime();
+		PostgresServer.Crash crash = this.postgres.crash();
+		log("SIGKILL postgres: postmaster " + crash.postmasterPid() + " and its " + (crash.processes() - 1)
+				+ " processes, after " + witness.effectsBeforeCrash() + " committed effects; start in "
+				+ fault.duration().toMillis() + " ms");
+		Thread.sleep(fault.duration().toMillis());
+		this.postgres.startAfterCrash();
+		this.pgDownNanos += System.nanoTime() - down;
+		this.pgCrashes++;
+		long postmaster = this.postgres.postmasterPid();
+		// the fault must have happened: a new postmaster, and a start that ran crash recovery
+		if (postmaster == crash.postmasterPid()) {
+			this.crashLosses.add("PostgreSQL crash " + this.pgCrashes + " did not replace the postmaster");
+		}
+		if (!this.postgres.awaitRecoveries((int) this.pgCrashes, Duration.ofSeconds(30))) {
+			this.crashLosses.add("PostgreSQL crash " + this.pgCrashes + " was not followed by crash recovery; see "
+					+ this.postgres.log());
+		}
+		// "redo starts at", "redo done at" or "redo is not required"
+		List<String> redo = this.postgres.logLines("LOG:  redo ");
+		log("postgres started after the crash: postmaster " + postmaster + ", "
+				+ (redo.isEmpty() ? "no redo logged" : redo.get(redo.size() - 1).replaceFirst("^.*LOG:\\s+", "")));
+		List<String> lost = witness.lostAfterRecovery();
+		lost.forEach((loss) -> log("lost in the crash: " + loss));
+		this.crashLosses.addAll(lost);
 	}
 
 	private void restartExited() {
@@ -335,6 +378,23 @@ public final class FaultDriver {
 		catch (IOException | RuntimeException ex) {
 			log("could not stop a server: " + ex);
 		}
+	}
+
+	// settings over the durable defaults, e.g. synchronous_commit=off for a negative control
+	private static Map<String, String> postgresSettings() {
+		String settings = System.getenv("RELIABILITY_POSTGRES_SETTINGS");
+		Map<String, String> result = new HashMap<>();
+		if (settings != null && !settings.isBlank()) {
+			for (String setting : settings.trim().split("\\s+")) {
+				int equals = setting.indexOf('=');
+				if (equals < 1) {
+					throw new IllegalArgumentException(
+							"RELIABILITY_POSTGRES_SETTINGS takes name=value pairs: " + setting);
+				}
+				result.put(setting.substring(0, equals), setting.substring(equals + 1));
+			}
+		}
+		return result;
 	}
 
 	private void log(String message) {

@@ -29,6 +29,12 @@ final class FaultPlan {
 		/** Stop PostgreSQL for {@code duration}, then start it again on the same port. */
 		DB_OUTAGE,
 
+		/**
+		 * SIGKILL every process of PostgreSQL, start it again on the same data after
+		 * {@code duration}: crash recovery.
+		 */
+		PG_CRASH,
+
 		/** Stop the Kafka broker for {@code duration}, then start it again. */
 		BROKER_RESTART,
 
@@ -86,6 +92,8 @@ final class FaultPlan {
 			faults.add(new Fault(Duration.ofMillis(from + (long) (random.nextDouble() * span)), Kind.REPLAY,
 					random.nextInt(PARTITIONS), Duration.ZERO, random.nextDouble() * 0.5));
 		}
+		// drawn last, so that a seed keeps the schedule it gave the other faults before
+		add(faults, random, options.pgCrashes(), Kind.PG_CRASH, from, span, 1, 500, 3000);
 		faults.sort(Comparator.comparing(Fault::at));
 		this.faults = List.copyOf(faults);
 	}

@@ -126,6 +126,7 @@ final class LedgerDatabase {
 					CREATE TABLE transfer_effects (transfer_id BIGINT NOT NULL, event_id UUID NOT NULL,
 					    account INT NOT NULL, seq BIGINT NOT NULL, worker TEXT NOT NULL,
 					    applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())""");
+			statement.execute(CrashWitness.SCHEMA);
 			statement.execute("""
 					INSERT INTO accounts (id, initial_balance, balance)
 					SELECT id, 1000000, 1000000 FROM generate_series(0, %d) id""".formatted(accounts - 1));

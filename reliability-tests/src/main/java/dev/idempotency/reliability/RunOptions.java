@@ -19,6 +19,7 @@ import java.util.Set;
  * @param redisRestarts Redis stops and restarts
  * @param dbKills rounds of {@code pg_terminate_backend} of the workload's connections
  * @param dbOutages PostgreSQL stops longer than the error handler's retries
+ * @param pgCrashes SIGKILLs of every PostgreSQL process, each followed by crash recovery
  * @param brokerRestarts Kafka broker stops and restarts
  * @param pauses SIGSTOP/SIGCONT of a workload process past its session timeout and lease
  * @param replays replays of a partition from an old offset
@@ -28,24 +29,27 @@ import java.util.Set;
  * @param workDirectory where the servers keep their data and the processes their logs
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
-		int redisRestarts, int dbKills, int dbOutages, int brokerRestarts, int pauses, int replays, Duration window,
-		Duration drainTimeout, boolean control, Path workDirectory) {
+		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
+		Duration window, Duration drainTimeout, boolean control, Path workDirectory) {
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
-		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, Duration.ofSeconds(60),
+		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, Duration.ofSeconds(60),
 				Duration.ofMinutes(3), false, workDirectory);
 	}
 
-	/** The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend kills. */
+	/**
+	 * The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend
+	 * kills, 3 PostgreSQL crashes.
+	 */
 	static RunOptions full(long seed, Path workDirectory) {
-		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 2, 3, 3, Duration.ofMinutes(15),
+		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, Duration.ofMinutes(15),
 				Duration.ofMinutes(30), false, workDirectory);
 	}
 
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
-		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
+		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
 				Duration.ofMinutes(2), true, workDirectory);
 	}
 
@@ -82,7 +86,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				integer(remaining, "accounts", this.accounts), integer(remaining, "workers", this.workers),
 				integer(remaining, "kills", this.kills), integer(remaining, "relay-kills", this.relayKills),
 				integer(remaining, "redis-restarts", this.redisRestarts), integer(remaining, "db-kills", this.dbKills),
-				integer(remaining, "db-outages", this.dbOutages),
+				integer(remaining, "db-outages", this.dbOutages), integer(remaining, "pg-crashes", this.pgCrashes),
 				integer(remaining, "broker-restarts", this.brokerRestarts), integer(remaining, "pauses", this.pauses),
 				integer(remaining, "replays", this.replays), duration(remaining, "window", this.window),
 				duration(remaining, "drain-timeout", this.drainTimeout),
@@ -90,7 +94,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				this.workDirectory);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
-					"redis-restarts", "db-kills", "db-outages", "broker-restarts", "pauses", "replays", "window",
+					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays", "window",
 					"drain-timeout", "control"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());

@@ -28,6 +28,7 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.kills()).isEqualTo(3);
 		assertThat(verdict.redisRestarts()).isEqualTo(1);
 		assertThat(verdict.dbKills()).isEqualTo(1);
+		assertThat(verdict.pgCrashes()).isEqualTo(1);
 	}
 
 	@Test
@@ -36,6 +37,7 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.passed()).isFalse();
 		assertThat(verdict.appliedTwice()).isPositive().isEqualTo(verdict.duplicatesInjected());
 		assertThat(verdict.lost()).isZero();
+		assertThat(verdict.pgCrashes()).isZero();
 	}
 
 }
