@@ -47,6 +47,9 @@ final class ReplicationStreamLoop implements Runnable {
 
 	private static final long IDLE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
+	// an invalidated slot is logged at ERROR once a minute, not on every retry
+	private static final long ERROR_EVERY = TimeUnit.MINUTES.toNanos(1);
+
 	private final ReplicationSettings settings;
 
 	private final OutboxSettings outbox;
@@ -64,6 +67,8 @@ final class ReplicationStreamLoop implements Runnable {
 	private volatile boolean active;
 
 	private volatile @Nullable String problem;
+
+	private long problemLoggedAt;
 
 	private volatile @Nullable Connection connection;
 
@@ -171,7 +176,13 @@ final class ReplicationStreamLoop implements Runnable {
 		}
 		String message = String.valueOf(cause.getMessage());
 		if (message.contains("invalidated") || message.contains("can no longer get changes")) {
-			this.problem = "replication slot " + this.settings.slot() + " is invalidated: " + message;
+			String problem = "replication slot " + this.settings.slot() + " is invalidated: " + message;
+			boolean again = problem.equals(this.problem) && System.nanoTime() - this.problemLoggedAt < ERROR_EVERY;
+			this.problem = problem;
+			if (again) {
+				return;
+			}
+			this.problemLoggedAt = System.nanoTime();
 			logger.error("The outbox relay cannot read replication slot " + this.settings.slot() + ": the server "
 					+ "invalidated it (it held more WAL than max_slot_wal_keep_size allows, or was otherwise lost). "
 					+ "No event is relayed until the slot is dropped and created again; the events not yet sent are "
