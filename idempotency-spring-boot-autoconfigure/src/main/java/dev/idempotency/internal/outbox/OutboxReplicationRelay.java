@@ -13,6 +13,7 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.context.SmartLifecycle;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -163,14 +164,26 @@ public final class OutboxReplicationRelay implements SmartLifecycle {
 	}
 
 	// A server or role that cannot replicate is a configuration error: the application
-	// does not start. A server that cannot be reached now is retried by the loop.
+	// does not start. The slot is created now, so that every event committed once the
+	// application has started is in its stream. A server that cannot be reached now is
+	// retried by the loop.
 	private void checkServer() {
+		Connection connection;
 		try {
-			Connection connection = this.connector.connect();
-			ReplicationConnector.closeQuietly(connection);
+			connection = this.connector.connect();
 		}
 		catch (SQLException ex) {
 			logger.warn("Could not check the replication connection at start-up; the relay keeps trying: " + ex);
+			return;
+		}
+		try {
+			this.connector.prepare(connection);
+		}
+		catch (SQLException | DataAccessException ex) {
+			logger.warn("Could not create the replication slot at start-up; the relay keeps trying: " + ex);
+		}
+		finally {
+			ReplicationConnector.closeQuietly(connection);
 		}
 	}
 

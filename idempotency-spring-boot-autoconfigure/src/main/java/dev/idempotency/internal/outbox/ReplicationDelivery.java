@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -150,7 +151,12 @@ final class ReplicationDelivery {
 		this.repository.complete(outcome.sent, List.of(), "", this.settings.deleteSent());
 		if (!outcome.failed.isEmpty()) {
 			resetProducer();
-			List<Long> dead = this.parking.fail(outcome.failed, this.settings.maxAttempts());
+			// as for the stream: a broker or network failure is no attempt, no event dies of it
+			Map<Long, Failure> failures = new LinkedHashMap<>();
+			outcome.failed.forEach((id, failure) -> failures.put(id,
+					outcome.transientFailures.contains(id) ? new Failure(failure.error(), failure.delay(), false)
+							: failure));
+			List<Long> dead = this.parking.fail(failures, this.settings.maxAttempts());
 			logger.warn(outcome.failed.size() + " of " + due.size() + " parked outbox events were not sent and will "
 					+ "be retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
 			if (!dead.isEmpty()) {
