@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 
 import dev.idempotency.internal.outbox.OutboxParking.Parked;
 import dev.idempotency.internal.outbox.OutboxRepository.Failure;
@@ -76,10 +77,12 @@ final class ReplicationDelivery {
 	 * @param batch the events, in commit order
 	 * @param pause waits between attempts, keeping the stream alive; answers
 	 * {@code false} when the relay stops meanwhile
+	 * @param completion completes the events acknowledged (see {@link #complete(List)}),
+	 * given their ids once, whatever happens
 	 * @return whether each event is acknowledged or parked; {@code false} when the relay
 	 * stopped first (the events not sent are streamed again to the next reader)
 	 */
-	boolean deliver(List<OutboxRecord> batch, Pause pause) {
+	boolean deliver(List<OutboxRecord> batch, Pause pause, Consumer<List<Long>> completion) {
 		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
 		Map<Long, Integer> attempts = new HashMap<>();
 		Set<String> deadKeys = new HashSet<>();
@@ -133,8 +136,17 @@ final class ReplicationDelivery {
 			return true;
 		}
 		finally {
-			this.repository.complete(sent, List.of(), "", this.settings.deleteSent());
+			completion.accept(sent);
 		}
+	}
+
+	/**
+	 * Complete events the broker acknowledged: delete them (or mark them sent), in one
+	 * statement.
+	 * @param sent their ids
+	 */
+	void complete(List<Long> sent) {
+		this.repository.complete(sent, List.of(), "", this.settings.deleteSent());
 	}
 
 	/**

@@ -196,6 +196,12 @@ final class ReplicationStreamLoop implements Runnable {
 	}
 
 	private void stream(PGReplicationStream stream) throws SQLException {
+		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete)) {
+			stream(stream, completions);
+		}
+	}
+
+	private void stream(PGReplicationStream stream, ReplicationCompletions completions) throws SQLException {
 		PgOutputDecoder decoder = new PgOutputDecoder();
 		String table = this.settings.table().table();
 		List<OutboxRecord> batch = new ArrayList<>();
@@ -229,7 +235,10 @@ final class ReplicationStreamLoop implements Runnable {
 				}
 			}
 			if (!batch.isEmpty()) {
-				if (!this.delivery.deliver(batch, (duration) -> keepAlive(stream, duration))) {
+				long position = completed;
+				boolean delivered = this.delivery.deliver(batch, (duration) -> keepAlive(stream, duration),
+						(sent) -> completions.submit(sent, position));
+				if (!delivered) {
 					return;
 				}
 				batch.clear();
@@ -238,14 +247,15 @@ final class ReplicationStreamLoop implements Runnable {
 				// idle: every transaction received is done; the server's position follows
 				completed = Math.max(completed, stream.getLastReceiveLSN().asLong());
 			}
-			if (completed > confirmed) {
-				LogSequenceNumber position = LogSequenceNumber.valueOf(completed);
+			long confirmable = completions.confirmable(completed);
+			if (confirmable > confirmed) {
+				LogSequenceNumber position = LogSequenceNumber.valueOf(confirmable);
 				stream.setFlushedLSN(position);
 				stream.setAppliedLSN(position);
 				if (message == null) {
 					stream.forceUpdateStatus();
 				}
-				confirmed = completed;
+				confirmed = confirmable;
 			}
 			if (message != null) {
 				continue;
