@@ -151,6 +151,12 @@ public final class ReplicationOutboxBenchmark {
 			.properties(BenchmarkScenario.extraProperties())
 			.properties("idempotency.outbox.table=" + table, "idempotency.flyway.table=schema_history_" + table,
 					"idempotency.outbox.replication.enabled=" + replication)
+			// The embedded server commits asynchronously (synchronous_commit = off), and a
+			// walsender sends only flushed WAL: each commit would reach the stream after the
+			// WAL writer's next flush (wal_writer_delay, 200 ms). PostgreSQL's default, on,
+			// for the replication relay's writers, as a production server has it.
+			.properties(replication ? new String[] { "spring.datasource.hikari.connection-init-sql=SET synchronous_commit = on" }
+					: new String[0])
 			.run();
 	}
 

@@ -68,6 +68,16 @@ final class ReplicationCompletions implements AutoCloseable {
 		return this.pending.isEmpty() ? Math.max(this.donePosition, position) : this.donePosition;
 	}
 
+	/**
+	 * Wait for every completion in flight.
+	 * @throws IllegalStateException if one failed
+	 */
+	void awaitAll() {
+		while (!this.pending.isEmpty()) {
+			take();
+		}
+	}
+
 	// waits for the oldest completion in flight
 	private void take() {
 		Pending first = this.pending.removeFirst();

@@ -1,5 +1,6 @@
 package dev.idempotency.internal.outbox;
 
+import java.lang.reflect.Field;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -12,6 +13,9 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.postgresql.PGConnection;
 import org.postgresql.PGProperty;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.PGStream;
+import org.postgresql.core.QueryExecutorBase;
 import org.postgresql.replication.PGReplicationStream;
 import org.postgresql.replication.ReplicationSlotInfo;
 
@@ -138,6 +142,7 @@ final class ReplicationConnector {
 	 * invalidated, or the connection fails
 	 */
 	PGReplicationStream start(Connection connection) throws SQLException {
+		checkSocketOnEveryRead(connection);
 		return connection.unwrap(PGConnection.class)
 			.getReplicationAPI()
 			.replicationStream()
@@ -147,6 +152,23 @@ final class ReplicationConnector {
 			.withSlotOption("publication_names", this.settings.publication())
 			.withStatusInterval((int) this.settings.statusInterval().toMillis(), TimeUnit.MILLISECONDS)
 			.start();
+	}
+
+	// The driver's non-blocking read (readPending) looks at the socket at most once a
+	// second (PGStream's minStreamAvailableCheckDelay, 1000 ms, with no connection
+	// property to set it): an event would wait up to a second after its commit. At 0 each
+	// read that finds nothing buffered peeks at the socket for up to a millisecond.
+	private static void checkSocketOnEveryRead(Connection connection) {
+		try {
+			Object executor = connection.unwrap(BaseConnection.class).getQueryExecutor();
+			Field stream = QueryExecutorBase.class.getDeclaredField("pgStream");
+			stream.setAccessible(true);
+			((PGStream) stream.get(executor)).setMinStreamAvailableCheckDelay(0);
+		}
+		catch (ReflectiveOperationException | RuntimeException | SQLException ex) {
+			logger.debug("Could not make the replication stream's reads look at the socket every time; events may "
+					+ "wait up to a second after their commit: " + ex);
+		}
 	}
 
 	private void requireCreation(String what) {

@@ -40,12 +40,13 @@ final class ReplicationStreamLoop implements Runnable {
 	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
 
 	// How long the stream is polled fast after data or a local commit, and how often it
-	// is polled when idle: a new event waits for at most one idle poll.
+	// is polled when idle: a new event waits for at most one idle poll (besides the read's
+	// own look at the socket, up to a millisecond; see ReplicationConnector).
 	private static final long BUSY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
 	private static final long BUSY_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
 
-	private static final long IDLE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+	private static final long IDLE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
 	// an invalidated slot is logged at ERROR once a minute, not on every retry
 	private static final long ERROR_EVERY = TimeUnit.MINUTES.toNanos(1);
@@ -275,6 +276,15 @@ final class ReplicationStreamLoop implements Runnable {
 			if (idle(now - busyUntil < 0)) {
 				busyUntil = System.nanoTime() + BUSY_NANOS;
 			}
+		}
+		// stopped: what was delivered is confirmed, so that the next reader need not send it again
+		completions.awaitAll();
+		long confirmable = completions.confirmable(inTransaction ? completed
+				: Math.max(completed, stream.getLastReceiveLSN().asLong()));
+		if (confirmable > confirmed && batch.isEmpty()) {
+			stream.setFlushedLSN(LogSequenceNumber.valueOf(confirmable));
+			stream.setAppliedLSN(LogSequenceNumber.valueOf(confirmable));
+			stream.forceUpdateStatus();
 		}
 	}
 
