@@ -4,7 +4,8 @@
 # Scenarios: A NOOP B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set; NOOP is a listener that does
 # nothing, the ceiling of the duplicates scenarios C_*), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
-# same with idempotency.outbox.claim-ahead=true).
+# same with idempotency.outbox.claim-ahead=true), OUTBOX_REPLICATION (the replication relay against the plain
+# producer, the table relay and the plain table loop over the same backlog, and its latency at 1,000/s).
 # HTTP (not in the default set): an @Idempotent POST handler against the same handler without it, with a
 # concurrent client (BENCH_HTTP_CONCURRENCY, 8): new keys and all replays; BENCH_HTTP_REQUESTS (5,000) per phase.
 # G, G_NEW and G_DUP (not in the default set) are a new consumer group on an emptied processed_messages table:
@@ -70,6 +71,8 @@ for round in $(seq 1 "$rounds"); do
     if [ "$scenario" = HTTP ]; then
       main=dev.idempotency.benchmarks.HttpBenchmark
       arguments=("$work/infrastructure.properties" "${BENCH_HTTP_REQUESTS:-5000}" "$round")
+    elif [ "$scenario" = OUTBOX_REPLICATION ]; then
+      main=dev.idempotency.benchmarks.ReplicationOutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages")
     elif [ "$scenario" = OUTBOX ] || [ "$scenario" = OUTBOX_AHEAD ]; then
       main=dev.idempotency.benchmarks.OutboxBenchmark; arguments=("$work/infrastructure.properties" "$batch_messages" "$scenario")
     else

@@ -28,7 +28,11 @@ public final class BenchmarkInfrastructure {
 		EmbeddedKafkaKraftBroker kafka = new EmbeddedKafkaKraftBroker(1, 1);
 		kafka.brokerProperty("group.initial.rebalance.delay.ms", "0");
 		kafka.afterPropertiesSet();
-		EmbeddedPostgres postgres = EmbeddedPostgres.builder().setServerConfig("max_connections", "50").start();
+		EmbeddedPostgres postgres = EmbeddedPostgres.builder()
+			.setServerConfig("max_connections", "50")
+			// for the replication relay (scenario OUTBOX_REPLICATION)
+			.setServerConfig("wal_level", "logical")
+			.start();
 		int redisPort = freePort();
 		RedisServer redis = RedisServer.newRedisServer()
 			.port(redisPort)

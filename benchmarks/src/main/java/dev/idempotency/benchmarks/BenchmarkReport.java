@@ -22,6 +22,7 @@ public final class BenchmarkReport {
 	public static void main(String[] args) throws Exception {
 		Map<Scenario, List<Map<String, String>>> results = new EnumMap<>(Scenario.class);
 		Map<String, List<Map<String, String>>> outbox = new TreeMap<>();
+		List<Map<String, String>> replication = new ArrayList<>();
 		List<Map<String, String>> http = new ArrayList<>();
 		for (String line : Files.readAllLines(Path.of(args[0]))) {
 			if (!line.startsWith("RESULT ")) {
@@ -34,6 +35,9 @@ public final class BenchmarkReport {
 			}
 			if (fields.get("scenario").equals("HTTP")) {
 				http.add(fields);
+			}
+			else if (fields.get("scenario").equals("OUTBOX_REPLICATION")) {
+				replication.add(fields);
 			}
 			else if (fields.get("scenario").startsWith("OUTBOX")) {
 				outbox.computeIfAbsent(fields.get("scenario"), (name) -> new ArrayList<>()).add(fields);
@@ -88,6 +92,32 @@ public final class BenchmarkReport {
 			System.out.println("  (ratios: median over the rounds of each round's ratio)");
 			outbox.forEach((name, runs) -> outboxTargets(name, runs));
 		}
+		if (!replication.isEmpty()) {
+			replication(replication);
+		}
+	}
+
+	private static void replication(List<Map<String, String>> runs) {
+		System.out.println();
+		System.out.println("| replication relay | runs | keys | events/s (median, 1 KB payloads) | plain producer events/s | "
+				+ "replication / producer | table relay events/s | replication / table relay | plain table loop events/s "
+				+ "| replication / plain loop | order violations | latency p50 / p99 at 1,000 events/s (ms) |");
+		System.out.println("| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | ---: | --- |");
+		double toProducer = medianOfRatios(runs, "throughput", "producer");
+		double toTable = medianOfRatios(runs, "throughput", "tableRelay");
+		double p99 = median(runs, "latencyP99ms");
+		long violations = violations(runs);
+		System.out.printf("| OUTBOX_REPLICATION | %d | %s | %.0f | %.0f | %.2f | %.0f | %.2f | %.0f | %.2f | %d | %.1f / %.1f |%n",
+				runs.size(), runs.get(0).get("keys"), median(runs, "throughput"), median(runs, "producer"), toProducer,
+				median(runs, "tableRelay"), toTable, median(runs, "plainRelay"),
+				medianOfRatios(runs, "throughput", "plainRelay"), violations, median(runs, "latencyP50ms"), p99);
+		System.out.println("  (ratios: median over the rounds of each round's ratio)");
+		System.out.printf("  replication >= 0.8 x producer: %.2f  %s%n", toProducer,
+				(toProducer >= 0.8) ? "met" : String.format("MISSED by %.0f%%", (1 - toProducer / 0.8) * 100));
+		System.out.printf("  replication >= 2 x table relay: %.2f  %s%n", toTable,
+				(toTable >= 2) ? "met" : String.format("MISSED by %.0f%%", (1 - toTable / 2) * 100));
+		System.out.printf("  order violations = 0: %d  %s%n", violations, (violations == 0) ? "met" : "MISSED");
+		System.out.printf("  p99 <= 5 ms: %.1f  %s%n", p99, (p99 <= 5) ? "met" : "MISSED");
 	}
 
 	private static void outboxRow(String name, List<Map<String, String>> outbox) {

@@ -2,6 +2,7 @@ package dev.idempotency.autoconfigure;
 
 import javax.sql.DataSource;
 
+import dev.idempotency.internal.outbox.OutboxReplicationRelay;
 import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.internal.store.JdbcProcessedMessageStore;
 import dev.idempotency.store.ProcessedMessageStore;
@@ -34,11 +35,13 @@ public final class IdempotencyHealthAutoConfiguration {
 	@ConditionalOnMissingBean(name = "idempotencyHealthIndicator")
 	HealthIndicator idempotencyHealthIndicator(ObjectProvider<ProcessedMessageStore> store,
 			ObjectProvider<DataSource> dataSource, ObjectProvider<OutboxRepository> outbox,
-			IdempotencyProperties properties, IdempotencyHealthProperties health) {
+			ObjectProvider<OutboxReplicationRelay> replication, IdempotencyProperties properties,
+			IdempotencyHealthProperties health) {
 		DataSource storeDataSource = (store.getIfUnique() instanceof JdbcProcessedMessageStore)
 				? dataSource.getIfUnique() : null;
 		return new IdempotencyHealthIndicator((storeDataSource != null) ? new JdbcTemplate(storeDataSource) : null,
-				properties.store().jdbc().tableName(), outbox.getIfAvailable(), health.outbox());
+				properties.store().jdbc().tableName(), outbox.getIfAvailable(), replication.getIfUnique(),
+				health.outbox());
 	}
 
 }

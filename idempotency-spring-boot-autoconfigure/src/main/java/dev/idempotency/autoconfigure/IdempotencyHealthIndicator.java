@@ -1,7 +1,10 @@
 package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
+import dev.idempotency.internal.outbox.OutboxReplicationRelay;
 import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.outbox.OutboxStats;
 import dev.idempotency.internal.store.TableName;
@@ -26,6 +29,8 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 
 	private final @Nullable OutboxRepository outbox;
 
+	private final @Nullable OutboxReplicationRelay replication;
+
 	private final IdempotencyHealthProperties.Outbox thresholds;
 
 	/**
@@ -34,14 +39,16 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 	 * store is not the JDBC one
 	 * @param table the store's table
 	 * @param outbox the outbox table, or {@code null} without an outbox
+	 * @param replication the replication relay, or {@code null} without one
 	 * @param thresholds the outbox thresholds
 	 */
 	IdempotencyHealthIndicator(@Nullable JdbcTemplate store, TableName table, @Nullable OutboxRepository outbox,
-			IdempotencyHealthProperties.Outbox thresholds) {
+			@Nullable OutboxReplicationRelay replication, IdempotencyHealthProperties.Outbox thresholds) {
 		super("Idempotency health check failed");
 		this.store = store;
 		this.storeProbe = "SELECT count(*) FROM (SELECT 1 FROM %s LIMIT 1) AS probe".formatted(table.qualified());
 		this.outbox = outbox;
+		this.replication = replication;
 		this.thresholds = thresholds;
 	}
 
@@ -71,6 +78,53 @@ final class IdempotencyHealthIndicator extends AbstractHealthIndicator {
 			builder.outOfService()
 				.withDetail("reason", "the oldest pending outbox event is " + oldest
 						+ " old (idempotency.health.outbox.max-oldest-age=" + this.thresholds.maxOldestAge() + ")");
+		}
+		if (this.replication != null) {
+			replicationHealth(builder, this.replication);
+		}
+	}
+
+	/**
+	 * The slot of the replication relay: {@code DOWN} when the server invalidated it or it
+	 * is missing (no event is relayed), {@code OUT_OF_SERVICE} when it holds more WAL than
+	 * the threshold allows.
+	 */
+	private void replicationHealth(Health.Builder builder, OutboxReplicationRelay relay) {
+		OutboxReplicationRelay.SlotState slot = relay.slotState();
+		Map<String, Object> details = new LinkedHashMap<>();
+		details.put("slot", relay.slotName());
+		details.put("activeHere", relay.isActive());
+		if (slot == null) {
+			if (!relay.isRunning()) {
+				// not started yet: it creates the slot when it starts
+				builder.withDetail("replication", details);
+				return;
+			}
+			builder.down().withDetail("replication", details)
+				.withDetail("reason", "the replication slot " + relay.slotName() + " does not exist");
+			return;
+		}
+		details.put("active", slot.active());
+		if (slot.lagBytes() != null) {
+			details.put("lagBytes", slot.lagBytes());
+		}
+		if (slot.walStatus() != null) {
+			details.put("walStatus", slot.walStatus());
+		}
+		if (slot.problem() != null) {
+			details.put("problem", slot.problem());
+		}
+		builder.withDetail("replication", details);
+		if (slot.invalidated()) {
+			builder.down()
+				.withDetail("reason", "the replication slot " + relay.slotName() + " is invalidated: no event is "
+						+ "relayed until it is dropped and created again (see the README's recovery procedure)");
+		}
+		else if (slot.lagBytes() != null && slot.lagBytes() > this.thresholds.maxReplicationLag().toBytes()) {
+			builder.outOfService()
+				.withDetail("reason", "the replication slot " + relay.slotName() + " holds " + slot.lagBytes()
+						+ " bytes of WAL (idempotency.health.outbox.max-replication-lag="
+						+ this.thresholds.maxReplicationLag() + ")");
 		}
 	}
 

@@ -13,6 +13,8 @@ import dev.idempotency.internal.outbox.JdbcOutboxDeadLetters;
 import dev.idempotency.outbox.OutboxMetrics;
 import dev.idempotency.outbox.OutboxPayloadSerializer;
 import dev.idempotency.internal.outbox.OutboxRelay;
+import dev.idempotency.internal.outbox.OutboxReplicationRelay;
+import dev.idempotency.internal.outbox.ReplicationSettings;
 import dev.idempotency.internal.outbox.OutboxRepository;
 import dev.idempotency.internal.outbox.OutboxSettings;
 import dev.idempotency.outbox.OutboxProducerFactoryCustomizer;
@@ -37,6 +39,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -80,9 +83,23 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
+	@ConditionalOnBooleanProperty(name = "idempotency.outbox.replication.enabled", havingValue = false,
+			matchIfMissing = true)
 	OutboxRelay outboxRelay(OutboxRepository repository, ProducerFactory<?, ?> producerFactory,
 			IdempotencyProperties properties, ObjectProvider<OutboxMetrics> metrics,
 			ObjectProvider<OutboxProducerFactoryCustomizer> customizers) {
+		OutboxRelay relay = new OutboxRelay(repository, outboxTemplate(producerFactory, properties, customizers),
+				outboxSettings(properties), metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+		relay.setAutoStartup(properties.outbox().autoStartup());
+		return relay;
+	}
+
+	/**
+	 * The template of a relay: an idempotent producer built from the application's
+	 * producer settings.
+	 */
+	static KafkaTemplate<String, byte[]> outboxTemplate(ProducerFactory<?, ?> producerFactory,
+			IdempotencyProperties properties, ObjectProvider<OutboxProducerFactoryCustomizer> customizers) {
 		Map<String, Object> configs = new HashMap<>(producerFactory.getConfigurationProperties());
 		// An idempotent producer keeps the partition order of pipelined sends across retries.
 		configs.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
@@ -116,28 +133,30 @@ public final class IdempotencyOutboxAutoConfiguration {
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
 		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));
-		IdempotencyProperties.Outbox outbox = properties.outbox();
-		OutboxSettings settings = new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(),
-				outbox.sendTimeout(), outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(),
-				outbox.maxBackoff(), outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE,
-				outbox.retention(), outbox.shutdownTimeout(), outbox.idlePollInterval(), outbox.claimAhead());
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch
 		template.setProducerListener(new ProducerListener<>() {
 		});
-		OutboxRelay relay = new OutboxRelay(repository, template, settings,
-				metrics.getIfAvailable(() -> OutboxMetrics.NONE));
-		relay.setAutoStartup(outbox.autoStartup());
-		return relay;
+		return template;
+	}
+
+	static OutboxSettings outboxSettings(IdempotencyProperties properties) {
+		IdempotencyProperties.Outbox outbox = properties.outbox();
+		return new OutboxSettings(outbox.batchSize(), outbox.pollInterval(), outbox.lease(), outbox.sendTimeout(),
+				outbox.maxAttempts(), outbox.initialBackoff(), outbox.backoffMultiplier(), outbox.maxBackoff(),
+				outbox.jitter(), outbox.completion() == IdempotencyProperties.Completion.DELETE, outbox.retention(),
+				outbox.shutdownTimeout(), outbox.idlePollInterval(), outbox.claimAhead());
 	}
 
 	@Bean
 	@ConditionalOnMissingBean
 	Outbox outbox(OutboxRepository repository, OutboxPayloadSerializer serializer,
-			ObjectProvider<OutboxRelay> relay, ObjectProvider<OutboxTraceContext> traceContext,
-			IdempotencyProperties properties) {
-		JdbcOutbox outbox = new JdbcOutbox(repository, serializer, () -> relay.ifAvailable(OutboxRelay::wakeUp),
-				traceContext.getIfUnique(() -> OutboxTraceContext.NONE));
+			ObjectProvider<OutboxRelay> relay, ObjectProvider<OutboxReplicationRelay> replicationRelay,
+			ObjectProvider<OutboxTraceContext> traceContext, IdempotencyProperties properties) {
+		JdbcOutbox outbox = new JdbcOutbox(repository, serializer, () -> {
+			relay.ifAvailable(OutboxRelay::wakeUp);
+			replicationRelay.ifAvailable(OutboxReplicationRelay::wakeUp);
+		}, traceContext.getIfUnique(() -> OutboxTraceContext.NONE));
 		outbox.setDerivedEventIds(properties.outbox().derivedEventIds());
 		return outbox;
 	}
@@ -146,6 +165,64 @@ public final class IdempotencyOutboxAutoConfiguration {
 	@ConditionalOnMissingBean
 	OutboxDeadLetters outboxDeadLetters(OutboxRepository repository, ObjectProvider<OutboxRelay> relay) {
 		return new JdbcOutboxDeadLetters(repository, () -> relay.ifAvailable(OutboxRelay::wakeUp));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(name = { "org.postgresql.replication.PGReplicationStream",
+			"org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails" })
+	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
+	@ConditionalOnBooleanProperty("idempotency.outbox.replication.enabled")
+	static class ReplicationRelayConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		OutboxReplicationRelay outboxReplicationRelay(OutboxRepository repository, DataSource dataSource,
+				ProducerFactory<?, ?> producerFactory, IdempotencyProperties properties,
+				ObjectProvider<JdbcConnectionDetails> connectionDetails, ObjectProvider<OutboxMetrics> metrics,
+				ObjectProvider<OutboxProducerFactoryCustomizer> customizers) {
+			IdempotencyProperties.Outbox outbox = properties.outbox();
+			IdempotencyProperties.Replication replication = outbox.replication();
+			JdbcConnectionDetails details = connectionDetails.getIfUnique();
+			String url = (replication.url() != null) ? replication.url()
+					: (details != null) ? details.getJdbcUrl() : null;
+			if (url == null) {
+				throw new IllegalStateException("idempotency.outbox.replication.enabled=true needs the JDBC URL of "
+						+ "the replication connection: set idempotency.outbox.replication.url (the application has no "
+						+ "JdbcConnectionDetails to take it from)");
+			}
+			String username = (replication.username() != null) ? replication.username()
+					: (details != null) ? details.getUsername() : null;
+			String password = (replication.password() != null) ? replication.password()
+					: (details != null) ? details.getPassword() : null;
+			String urlProperty = (replication.url() != null || replication.username() != null)
+					? "idempotency.outbox.replication.url/username" : "spring.datasource.url/username";
+			ReplicationSettings settings = new ReplicationSettings(properties.outboxTableName(),
+					outbox.replicationSlotName(), outbox.replicationPublicationName(), url, username, password,
+					replication.createSlot(), replication.standbyRetryInterval(), replication.statusInterval(),
+					urlProperty);
+			JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+			OutboxReplicationRelay relay = new OutboxReplicationRelay(repository, jdbc,
+					new TransactionTemplate(new DataSourceTransactionManager(dataSource)),
+					outboxTemplate(producerFactory, properties, customizers), outboxSettings(properties), settings,
+					metrics.getIfAvailable(() -> OutboxMetrics.NONE));
+			relay.setAutoStartup(outbox.autoStartup());
+			return relay;
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnMissingClass("org.postgresql.replication.PGReplicationStream")
+	@ConditionalOnBooleanProperty(name = "idempotency.outbox.relay-enabled", matchIfMissing = true)
+	@ConditionalOnBooleanProperty("idempotency.outbox.replication.enabled")
+	static class ReplicationRelayWithoutDriverConfiguration {
+
+		@Bean
+		Object outboxReplicationRelay() {
+			throw new IllegalStateException("idempotency.outbox.replication.enabled=true needs the PostgreSQL JDBC "
+					+ "driver (org.postgresql:postgresql) on the classpath");
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)

@@ -2,6 +2,8 @@ package dev.idempotency.autoconfigure;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
+import java.util.regex.Pattern;
 
 import dev.idempotency.FingerprintMismatchPolicy;
 
@@ -248,6 +250,8 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 	 * HTTP handler runs gets an id derived from the key being handled (and the event's
 	 * topic and position), so that running the handling again publishes the same ids and
 	 * consumers skip them. When false, every event gets a random id.
+	 * @param replication The relay that reads committed events from PostgreSQL's logical
+	 * replication stream instead of polling the table.
 	 */
 	public record Outbox(@DefaultValue("true") boolean enabled, @DefaultValue("outbox") String table,
 			@DefaultValue("true") boolean relayEnabled, @DefaultValue("true") boolean autoStartup,
@@ -258,7 +262,7 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 			@DefaultValue("5m") Duration maxBackoff, @DefaultValue("0.2") double jitter,
 			@DefaultValue("delete") Completion completion, @DefaultValue("7d") Duration retention,
 			@DefaultValue("10s") Duration shutdownTimeout, @DefaultValue("false") boolean claimAhead,
-			@DefaultValue("true") boolean derivedEventIds) {
+			@DefaultValue("true") boolean derivedEventIds, @DefaultValue Replication replication) {
 
 		@ConstructorBinding
 		public Outbox {
@@ -299,6 +303,39 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 						+ "idempotency.outbox.send-timeout (" + sendTimeout + "), so that a batch in flight keeps its "
 						+ "lease until its acknowledgments are in");
 			}
+		}
+
+		/**
+		 * Create the outbox settings of earlier versions, with the table relay.
+		 */
+		public Outbox(boolean enabled, String table, boolean relayEnabled, boolean autoStartup, int batchSize,
+				Duration pollInterval, Duration idlePollInterval, Duration lease, Duration sendTimeout, int maxAttempts,
+				Duration initialBackoff, double backoffMultiplier, Duration maxBackoff, double jitter,
+				Completion completion, Duration retention, Duration shutdownTimeout, boolean claimAhead,
+				boolean derivedEventIds) {
+			this(enabled, table, relayEnabled, autoStartup, batchSize, pollInterval, idlePollInterval, lease,
+					sendTimeout, maxAttempts, initialBackoff, backoffMultiplier, maxBackoff, jitter, completion,
+					retention, shutdownTimeout, claimAhead, derivedEventIds, Replication.DISABLED);
+		}
+
+		/**
+		 * Return the name of the replication relay's slot: the configured one, or one
+		 * named after the table.
+		 * @return the slot name
+		 */
+		public String replicationSlotName() {
+			return (this.replication.slotName() != null) ? this.replication.slotName()
+					: this.table.toLowerCase(Locale.ROOT) + "_slot";
+		}
+
+		/**
+		 * Return the name of the publication of the outbox table's inserts: the configured
+		 * one, or one named after the table.
+		 * @return the publication name
+		 */
+		public String replicationPublicationName() {
+			return (this.replication.publicationName() != null) ? this.replication.publicationName()
+					: this.table.toLowerCase(Locale.ROOT) + "_publication";
 		}
 
 		/**
@@ -343,6 +380,59 @@ public record IdempotencyProperties(@DefaultValue("true") boolean enabled,
 		}
 
 	}
+
+	/**
+	 * The outbox relay that reads committed events from PostgreSQL's logical replication
+	 * stream (pgoutput) instead of polling the table. Needs wal_level = logical and a role
+	 * with the REPLICATION attribute.
+	 *
+	 * @param enabled Whether the relay reads the replication stream instead of polling the
+	 * outbox table. Switch it on for every instance of the application.
+	 * @param slotName Name of the logical replication slot. By default the outbox table's
+	 * name followed by "_slot".
+	 * @param publicationName Name of the publication of the outbox table's inserts. By
+	 * default the outbox table's name followed by "_publication".
+	 * @param createSlot Whether the relay creates the publication and the slot when they
+	 * are missing. When false, they must exist before the relay starts.
+	 * @param standbyRetryInterval How often an instance that does not stream the slot
+	 * tries to take it over. One instance streams it at a time.
+	 * @param statusInterval How often the relay reports its position to the server while
+	 * it streams.
+	 * @param url JDBC URL of the replication connection. By default the URL of the
+	 * application's DataSource.
+	 * @param username User of the replication connection, a role with REPLICATION. By
+	 * default the DataSource's.
+	 * @param password Password of the replication connection. By default the DataSource's.
+	 */
+	public record Replication(@DefaultValue("false") boolean enabled, @Nullable String slotName,
+			@Nullable String publicationName, @DefaultValue("true") boolean createSlot,
+			@DefaultValue("1s") Duration standbyRetryInterval, @DefaultValue("1s") Duration statusInterval,
+			@Nullable String url, @Nullable String username, @Nullable String password) {
+
+		static final Replication DISABLED = new Replication(false, null, null, true, Duration.ofSeconds(1),
+				Duration.ofSeconds(1), null, null, null);
+
+		public Replication {
+			if (slotName != null && !SLOT_NAME.matcher(slotName).matches()) {
+				throw new IllegalArgumentException("Invalid idempotency.outbox.replication.slot-name '" + slotName
+						+ "': expected lower-case letters, digits and underscores, at most 63 characters");
+			}
+			if (publicationName != null) {
+				TableName.requireIdentifier(publicationName, "idempotency.outbox.replication.publication-name");
+			}
+			requirePositive(standbyRetryInterval, "idempotency.outbox.replication.standby-retry-interval");
+			requirePositive(statusInterval, "idempotency.outbox.replication.status-interval");
+		}
+
+		@Override
+		public String toString() {
+			return "Replication[enabled=" + this.enabled + ", slotName=" + this.slotName + ", publicationName="
+					+ this.publicationName + ", url=" + this.url + ", username=" + this.username + "]";
+		}
+
+	}
+
+	private static final Pattern SLOT_NAME = Pattern.compile("[a-z0-9_]{1,63}");
 
 	/**
 	 * What happens to an outbox event once the broker acknowledged it.

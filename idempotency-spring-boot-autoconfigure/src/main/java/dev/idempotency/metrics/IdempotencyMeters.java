@@ -91,7 +91,14 @@ public enum IdempotencyMeters {
 	 * Timer with histogram: from an event's insert in the outbox (in the committing
 	 * transaction) to the broker's acknowledgment. Tag: {@code topic}.
 	 */
-	OUTBOX_LATENCY("idempotency.outbox.latency");
+	OUTBOX_LATENCY("idempotency.outbox.latency"),
+
+	/**
+	 * Gauge, in bytes, of the replication relay's slot: the WAL between the server's
+	 * current position and the position the relay confirmed (refreshed every 10 seconds;
+	 * only with the replication relay).
+	 */
+	OUTBOX_REPLICATION_LAG("idempotency.outbox.replication.lag");
 
 	private final String meterName;
 

@@ -52,6 +52,15 @@ public interface OutboxMetrics {
 	}
 
 	/**
+	 * Record the lag of the replication relay's slot: the WAL, in bytes, between the
+	 * server's current position and the position the relay confirmed. Only the replication
+	 * relay records it, every 10 seconds.
+	 * @param bytes the lag in bytes
+	 */
+	default void replicationLag(long bytes) {
+	}
+
+	/**
 	 * Record the state of the outbox table.
 	 * @param stats pending and dead events (its oldest pending event is not used for the
 	 * age, which {@link #oldestPending(Duration)} records more often)

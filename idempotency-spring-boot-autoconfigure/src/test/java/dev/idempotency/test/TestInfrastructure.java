@@ -125,7 +125,12 @@ public final class TestInfrastructure {
 
 	private static Postgres embeddedPostgres() {
 		try {
-			EmbeddedPostgres server = EmbeddedPostgres.builder().start();
+			// wal_level = logical for the outbox's replication relay
+			EmbeddedPostgres server = EmbeddedPostgres.builder()
+				.setServerConfig("wal_level", "logical")
+				.setServerConfig("max_replication_slots", "20")
+				.setServerConfig("max_wal_senders", "20")
+				.start();
 			Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 				try {
 					server.close();
@@ -144,6 +149,9 @@ public final class TestInfrastructure {
 	@SuppressWarnings("resource")
 	private static Postgres containerPostgres() {
 		PostgreSQLContainer container = new PostgreSQLContainer("postgres:17-alpine");
+		// wal_level = logical for the outbox's replication relay
+		container.withCommand("postgres", "-c", "fsync=off", "-c", "wal_level=logical", "-c", "max_replication_slots=20",
+				"-c", "max_wal_senders=20");
 		container.start();
 		return new Postgres(container.getJdbcUrl(), container.getUsername(), container.getPassword());
 	}

@@ -69,6 +69,9 @@ final class EmbeddedServers implements AutoCloseable {
 			this.postgres = EmbeddedPostgres.builder()
 				// stopped when the context closes, after the beans that use it
 				.setRegisterShutdownHook(false)
+				// so that the outbox can be relayed from the replication stream
+				// (idempotency.outbox.replication.enabled=true)
+				.setServerConfig("wal_level", "logical")
 				.start();
 		}
 		catch (IOException ex) {

@@ -5,6 +5,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.outbox.OutboxMetrics;
@@ -30,6 +32,10 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 			new OutboxStats(0, 0, null));
 
 	private final AtomicReference<OldestPending> oldest = new AtomicReference<>(OldestPending.NONE);
+
+	private final AtomicLong replicationLag = new AtomicLong();
+
+	private final AtomicBoolean replicationLagRegistered = new AtomicBoolean();
 
 	public MicrometerOutboxMetrics(MeterRegistry registry) {
 		this.registry = registry;
@@ -80,6 +86,18 @@ public final class MicrometerOutboxMetrics implements OutboxMetrics {
 	@Override
 	public void oldestPending(@Nullable Duration age) {
 		this.oldest.set((age != null) ? new OldestPending(age.toNanos(), System.nanoTime()) : OldestPending.NONE);
+	}
+
+	@Override
+	public void replicationLag(long bytes) {
+		this.replicationLag.set(bytes);
+		// registered with the first value: an application on the table relay has no slot
+		if (this.replicationLagRegistered.compareAndSet(false, true)) {
+			Gauge.builder(IdempotencyMeters.OUTBOX_REPLICATION_LAG.meterName(), this.replicationLag, AtomicLong::get)
+				.description("WAL between the server's position and the replication relay's confirmed position")
+				.baseUnit("bytes")
+				.register(this.registry);
+		}
 	}
 
 	@Override

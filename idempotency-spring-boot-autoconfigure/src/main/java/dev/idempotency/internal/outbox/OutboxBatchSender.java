@@ -121,6 +121,9 @@ final class OutboxBatchSender {
 				}
 				else {
 					outcome.failed.put(event.id(), failure(event, error));
+					if (isTransient(error) || error instanceof TimeoutException) {
+						outcome.transientFailures.add(event.id());
+					}
 					block(blockedKeys, event);
 				}
 			}
@@ -247,6 +250,12 @@ final class OutboxBatchSender {
 
 		/** Why the other events were not sent, by id, in the order they were decided. */
 		final Map<Long, Failure> failed = new LinkedHashMap<>();
+
+		/**
+		 * Ids of the failed events whose send failed for a reason of the broker or the
+		 * network (see {@link OutboxBatchSender#isTransient(Throwable)}), or timed out.
+		 */
+		final Set<Long> transientFailures = new HashSet<>();
 
 		Outcome(int size) {
 			this.sent = new ArrayList<>(size);

@@ -179,7 +179,7 @@ final class OutboxClaims {
 		return (purged != null) ? purged : 0;
 	}
 
-	private static OutboxRecord record(ResultSet row, int rowNum) throws SQLException {
+	static OutboxRecord record(ResultSet row, int rowNum) throws SQLException {
 		// jsonb_each_text walks the object in its stored order: both arrays align
 		java.sql.Array names = row.getArray("header_names");
 		Map<String, String> headers = (names != null) ? new LinkedHashMap<>() : Map.of();

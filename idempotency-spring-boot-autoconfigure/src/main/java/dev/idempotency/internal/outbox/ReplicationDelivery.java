@@ -1,0 +1,266 @@
+package dev.idempotency.internal.outbox;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Consumer;
+
+import dev.idempotency.internal.outbox.OutboxParking.Parked;
+import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.outbox.OutboxMetrics;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+import org.springframework.kafka.core.DefaultKafkaProducerFactory;
+import org.springframework.kafka.core.KafkaTemplate;
+
+/**
+ * Sends the events the replication relay read from the stream, and the events parked in
+ * the table. A streamed batch is done when each of its events is acknowledged or parked
+ * in the table: only then may the slot's position move past it. A send that fails for a
+ * reason of the broker or the network is retried without end, with backoff, while the
+ * stream is not read (the slot holds the WAL); an event that fails on its own
+ * ({@code max-attempts} times) is parked {@code DEAD}, with the later events of its key
+ * held back behind it. Sent events are deleted (or marked) in one statement per batch.
+ */
+final class ReplicationDelivery {
+
+	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
+
+	private final OutboxRepository repository;
+
+	private final OutboxParking parking;
+
+	private final KafkaTemplate<String, byte[]> kafka;
+
+	private final OutboxSettings settings;
+
+	private final OutboxMetrics metrics;
+
+	private final OutboxBatchSender sender;
+
+	private boolean anyParked = true;
+
+	ReplicationDelivery(OutboxRepository repository, OutboxParking parking, KafkaTemplate<String, byte[]> kafka,
+			OutboxSettings settings, OutboxMetrics metrics) {
+		this.repository = repository;
+		this.parking = parking;
+		this.kafka = kafka;
+		this.settings = settings;
+		this.metrics = metrics;
+		this.sender = new OutboxBatchSender(kafka, settings, metrics);
+	}
+
+	/**
+	 * Read again whether any event is parked, as a new active reader must.
+	 */
+	void refreshParked() {
+		this.anyParked = this.parking.anyParked();
+	}
+
+	/**
+	 * Return whether any event was parked when last checked, or since.
+	 * @return whether one was
+	 */
+	boolean anyParked() {
+		return this.anyParked;
+	}
+
+	/**
+	 * Send a streamed batch until each of its events is acknowledged or parked.
+	 * @param batch the events, in commit order
+	 * @param pause waits between attempts, keeping the stream alive; answers
+	 * {@code false} when the relay stops meanwhile
+	 * @param completion completes the events acknowledged (see {@link #complete(List)}),
+	 * given their ids once, whatever happens
+	 * @return whether each event is acknowledged or parked; {@code false} when the relay
+	 * stopped first (the events not sent are streamed again to the next reader)
+	 */
+	boolean deliver(List<OutboxRecord> batch, Pause pause, Consumer<List<Long>> completion) {
+		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
+		Map<Long, Integer> attempts = new HashMap<>();
+		Set<String> deadKeys = new HashSet<>();
+		List<Long> sent = new ArrayList<>(batch.size());
+		Duration backoff = this.settings.initialBackoff();
+		try {
+			while (!remaining.isEmpty()) {
+				OutboxBatchSender.Outcome outcome = this.sender.send(remaining);
+				sent.addAll(outcome.sent);
+				if (outcome.failed.isEmpty()) {
+					return true;
+				}
+				resetProducer();
+				List<OutboxRecord> retry = new ArrayList<>();
+				List<Parked> parked = new ArrayList<>();
+				for (OutboxRecord event : remaining) {
+					Failure failure = outcome.failed.get(event.id());
+					if (failure == null) {
+						continue;
+					}
+					if (event.key() != null && deadKeys.contains(event.key())) {
+						parked.add(new Parked(event.id(), "Held back: an earlier event of its key is DEAD",
+								attempts.getOrDefault(event.id(), 0), false));
+						continue;
+					}
+					boolean counts = failure.attempted() && !outcome.transientFailures.contains(event.id());
+					int attempt = attempts.merge(event.id(), counts ? 1 : 0, Integer::sum);
+					if (counts && attempt >= this.settings.maxAttempts()) {
+						parked.add(new Parked(event.id(), failure.error(), attempt, true));
+						if (event.key() != null) {
+							deadKeys.add(event.key());
+						}
+					}
+					else {
+						retry.add(event);
+					}
+				}
+				park(parked);
+				if (retry.isEmpty()) {
+					return true;
+				}
+				logger.warn(retry.size() + " outbox events of the replication stream were not sent; sending them "
+						+ "again in " + backoff + ", and reading no further meanwhile; first error: "
+						+ Objects.requireNonNull(outcome.failed.get(retry.get(0).id())).error());
+				if (!pause.await(backoff)) {
+					return false;
+				}
+				backoff = next(backoff);
+				remaining = retry;
+			}
+			return true;
+		}
+		finally {
+			completion.accept(sent);
+		}
+	}
+
+	/**
+	 * Complete events the broker acknowledged: delete them (or mark them sent), in one
+	 * statement.
+	 * @param sent their ids
+	 */
+	void complete(List<Long> sent) {
+		this.repository.complete(sent, List.of(), "", this.settings.deleteSent());
+	}
+
+	/**
+	 * Send a batch of the parked events that are due, and record what happened.
+	 * @return the number of events tried
+	 */
+	int deliverParked() {
+		List<OutboxRecord> due = this.parking.due();
+		if (due.isEmpty()) {
+			this.anyParked = this.parking.anyParked();
+			return 0;
+		}
+		OutboxBatchSender.Outcome outcome = this.sender.send(due);
+		this.repository.complete(outcome.sent, List.of(), "", this.settings.deleteSent());
+		if (!outcome.failed.isEmpty()) {
+			resetProducer();
+			// as for the stream: a broker or network failure is no attempt, no event dies of it
+			Map<Long, Failure> failures = new LinkedHashMap<>();
+			outcome.failed.forEach((id, failure) -> failures.put(id,
+					outcome.transientFailures.contains(id) ? new Failure(failure.error(), failure.delay(), false)
+							: failure));
+			List<Long> dead = this.parking.fail(failures, this.settings.maxAttempts());
+			logger.warn(outcome.failed.size() + " of " + due.size() + " parked outbox events were not sent and will "
+					+ "be retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
+			if (!dead.isEmpty()) {
+				deadReport(dead.size());
+			}
+		}
+		return due.size();
+	}
+
+	/**
+	 * Park an event that could not be read from the stream, as {@code DEAD}.
+	 * @param id the event
+	 * @param error why
+	 */
+	void parkUnreadable(long id, String error) {
+		logger.warn("Outbox event " + id + " is DEAD: " + error);
+		park(List.of(new Parked(id, (error.length() > 2000) ? error.substring(0, 2000) : error, 0, true)));
+	}
+
+	// the events whose key has a parked event wait behind it, in the table
+	private List<OutboxRecord> holdBackParkedKeys(List<OutboxRecord> batch) {
+		if (!this.anyParked) {
+			return batch;
+		}
+		Set<String> keys = new HashSet<>();
+		batch.forEach((event) -> {
+			if (event.key() != null) {
+				keys.add(event.key());
+			}
+		});
+		Set<String> parkedKeys = this.parking.parkedKeys(keys);
+		if (parkedKeys.isEmpty()) {
+			return batch;
+		}
+		List<OutboxRecord> remaining = new ArrayList<>(batch.size());
+		List<Parked> parked = new ArrayList<>();
+		for (OutboxRecord event : batch) {
+			if (event.key() != null && parkedKeys.contains(event.key())) {
+				parked.add(new Parked(event.id(), "Held back: an earlier event of its key is parked", 0, false));
+			}
+			else {
+				remaining.add(event);
+			}
+		}
+		park(parked);
+		return remaining;
+	}
+
+	private void park(List<Parked> parked) {
+		if (parked.isEmpty()) {
+			return;
+		}
+		this.parking.park(parked);
+		this.anyParked = true;
+		long dead = parked.stream().filter(Parked::dead).count();
+		if (dead > 0) {
+			deadReport(dead);
+		}
+	}
+
+	private void deadReport(long dead) {
+		logger.warn(dead + " outbox events reached " + this.settings.maxAttempts() + " attempts and are DEAD; later "
+				+ "events of their keys wait in the table until they are re-queued");
+		this.metrics.stats(this.repository.stats());
+	}
+
+	private Duration next(Duration backoff) {
+		Duration next = Duration.ofMillis((long) (backoff.toMillis() * this.settings.backoffMultiplier()));
+		return (next.compareTo(this.settings.maxBackoff()) > 0) ? this.settings.maxBackoff() : next;
+	}
+
+	// A send that timed out may still be in this producer's queue: it must not reach the
+	// broker after the same events sent again, or after the later events of their keys.
+	private void resetProducer() {
+		if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
+			producers.reset();
+		}
+	}
+
+	/**
+	 * Waits between attempts.
+	 */
+	@FunctionalInterface
+	interface Pause {
+
+		/**
+		 * Wait, keeping the stream alive.
+		 * @param duration how long
+		 * @return {@code false} when the relay stops meanwhile
+		 */
+		boolean await(Duration duration);
+
+	}
+
+}

@@ -1,0 +1,378 @@
+package dev.idempotency.internal.outbox;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+import dev.idempotency.internal.outbox.PgOutputDecoder.Begin;
+import dev.idempotency.internal.outbox.PgOutputDecoder.Change;
+import dev.idempotency.internal.outbox.PgOutputDecoder.Commit;
+import dev.idempotency.internal.outbox.PgOutputDecoder.Insert;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
+import org.postgresql.util.PGbytea;
+
+import org.springframework.core.NestedExceptionUtils;
+
+/**
+ * The thread of the {@link OutboxReplicationRelay}: takes the slot when no other instance
+ * streams it (PostgreSQL lets one connection stream a slot at a time; the others retry
+ * every {@code standby-retry-interval}), then reads the stream in commit order. Events are
+ * gathered into batches (up to the batch size, or whatever the stream had ready), each
+ * delivered (see {@link ReplicationDelivery}) before the slot's position is confirmed
+ * past the transactions it completed. While the stream is idle the position follows the
+ * server's, and the events parked in the table are sent when due.
+ */
+final class ReplicationStreamLoop implements Runnable {
+
+	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
+
+	// How long the stream is polled fast after data or a local commit, and how often it
+	// is polled when idle: a new event waits for at most one idle poll (besides the read's
+	// own look at the socket, up to a millisecond; see ReplicationConnector).
+	private static final long BUSY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+	private static final long BUSY_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
+
+	private static final long IDLE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+	// an invalidated slot is logged at ERROR once a minute, not on every retry
+	private static final long ERROR_EVERY = TimeUnit.MINUTES.toNanos(1);
+
+	private final ReplicationSettings settings;
+
+	private final OutboxSettings outbox;
+
+	private final ReplicationConnector connector;
+
+	private final ReplicationDelivery delivery;
+
+	private final Semaphore wakeUps = new Semaphore(0);
+
+	private final Semaphore stops = new Semaphore(0);
+
+	private volatile boolean running;
+
+	private volatile boolean active;
+
+	private volatile @Nullable String problem;
+
+	private long problemLoggedAt;
+
+	private volatile @Nullable Connection connection;
+
+	ReplicationStreamLoop(ReplicationSettings settings, OutboxSettings outbox, ReplicationConnector connector,
+			ReplicationDelivery delivery) {
+		this.settings = settings;
+		this.outbox = outbox;
+		this.connector = connector;
+		this.delivery = delivery;
+	}
+
+	boolean isRunning() {
+		return this.running;
+	}
+
+	void setRunning(boolean running) {
+		this.running = running;
+		if (running) {
+			this.stops.drainPermits();
+		}
+		else {
+			this.stops.release();
+		}
+	}
+
+	/**
+	 * Return whether this instance streams the slot now.
+	 */
+	boolean isActive() {
+		return this.active;
+	}
+
+	/**
+	 * Return why the relay last failed to stream the slot (other than another instance
+	 * streaming it), or {@code null} while it streams or stands by without trouble.
+	 */
+	@Nullable String problem() {
+		return this.problem;
+	}
+
+	void wakeUp() {
+		if (this.wakeUps.availablePermits() == 0) {
+			this.wakeUps.release();
+		}
+	}
+
+	/**
+	 * Close the replication connection under the thread, when it does not stop in time.
+	 */
+	void abort() {
+		Connection current = this.connection;
+		if (current != null) {
+			ReplicationConnector.closeQuietly(current);
+		}
+	}
+
+	@Override
+	public void run() {
+		while (this.running) {
+			Connection current = null;
+			try {
+				current = this.connector.connect();
+				this.connection = current;
+				this.connector.prepare(current);
+				PGReplicationStream stream = this.connector.start(current);
+				this.active = true;
+				this.problem = null;
+				logger.info("Streaming replication slot " + this.settings.slot() + ": this instance relays the outbox");
+				this.delivery.refreshParked();
+				stream(stream);
+			}
+			catch (SQLException | RuntimeException ex) {
+				failed(ex);
+			}
+			finally {
+				if (this.active) {
+					logger.info("Stopped streaming replication slot " + this.settings.slot());
+				}
+				this.active = false;
+				this.connection = null;
+				if (current != null) {
+					ReplicationConnector.closeQuietly(current);
+				}
+			}
+			if (this.running) {
+				pause(this.settings.standbyRetryInterval());
+			}
+		}
+	}
+
+	private void failed(Exception ex) {
+		Throwable cause = NestedExceptionUtils.getMostSpecificCause(ex);
+		String state = (cause instanceof SQLException sql) ? sql.getSQLState() : null;
+		if (ReplicationConnector.OBJECT_IN_USE.equals(state)) {
+			// another instance streams the slot: stand by
+			this.problem = null;
+			if (logger.isDebugEnabled()) {
+				logger.debug("Replication slot " + this.settings.slot() + " is streamed by another instance; "
+						+ "standing by: " + cause.getMessage());
+			}
+			return;
+		}
+		if (!this.running) {
+			return;
+		}
+		String message = String.valueOf(cause.getMessage());
+		if (message.contains("invalidated") || message.contains("can no longer get changes")) {
+			String problem = "replication slot " + this.settings.slot() + " is invalidated: " + message;
+			boolean again = problem.equals(this.problem) && System.nanoTime() - this.problemLoggedAt < ERROR_EVERY;
+			this.problem = problem;
+			if (again) {
+				return;
+			}
+			this.problemLoggedAt = System.nanoTime();
+			logger.error("The outbox relay cannot read replication slot " + this.settings.slot() + ": the server "
+					+ "invalidated it (it held more WAL than max_slot_wal_keep_size allows, or was otherwise lost). "
+					+ "No event is relayed until the slot is dropped and created again; the events not yet sent are "
+					+ "still in the outbox table and are sent from it then (see the README's recovery procedure): "
+					+ message);
+			return;
+		}
+		this.problem = cause.getClass().getSimpleName() + ": " + message;
+		logger.warn("The outbox relay could not stream replication slot " + this.settings.slot() + "; trying again in "
+				+ this.settings.standbyRetryInterval() + ": " + this.problem);
+	}
+
+	private void stream(PGReplicationStream stream) throws SQLException {
+		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete)) {
+			stream(stream, completions);
+		}
+	}
+
+	private void stream(PGReplicationStream stream, ReplicationCompletions completions) throws SQLException {
+		PgOutputDecoder decoder = new PgOutputDecoder();
+		String table = this.settings.table().table();
+		List<OutboxRecord> batch = new ArrayList<>();
+		Instant commitTime = Instant.now();
+		boolean inTransaction = false;
+		long completed = 0;
+		long confirmed = 0;
+		long busyUntil = System.nanoTime() + BUSY_NANOS;
+		long nextParkedPass = System.nanoTime();
+		while (this.running) {
+			ByteBuffer message = stream.readPending();
+			if (message != null) {
+				busyUntil = System.nanoTime() + BUSY_NANOS;
+				Change change = decoder.decode(message);
+				if (change instanceof Begin begin) {
+					inTransaction = true;
+					commitTime = begin.commitTime();
+				}
+				else if (change instanceof Insert insert && insert.relation().name().equalsIgnoreCase(table)) {
+					OutboxRecord event = readable(insert.values(), commitTime);
+					if (event != null) {
+						batch.add(event);
+					}
+				}
+				else if (change instanceof Commit commit) {
+					inTransaction = false;
+					completed = commit.endLsn();
+				}
+				if (batch.size() < this.outbox.batchSize()) {
+					continue;
+				}
+			}
+			if (!batch.isEmpty()) {
+				long position = completed;
+				boolean delivered = this.delivery.deliver(batch, (duration) -> keepAlive(stream, duration),
+						(sent) -> completions.submit(sent, position));
+				if (!delivered) {
+					return;
+				}
+				batch.clear();
+			}
+			if (!inTransaction && message == null) {
+				// idle: every transaction received is done; the server's position follows
+				completed = Math.max(completed, stream.getLastReceiveLSN().asLong());
+			}
+			long confirmable = completions.confirmable(completed);
+			if (confirmable > confirmed) {
+				LogSequenceNumber position = LogSequenceNumber.valueOf(confirmable);
+				stream.setFlushedLSN(position);
+				stream.setAppliedLSN(position);
+				if (message == null) {
+					stream.forceUpdateStatus();
+				}
+				confirmed = confirmable;
+			}
+			if (message != null) {
+				continue;
+			}
+			long now = System.nanoTime();
+			if (now - nextParkedPass >= 0) {
+				if (this.delivery.anyParked()) {
+					int tried = this.delivery.deliverParked();
+					nextParkedPass = System.nanoTime() + ((tried > 0) ? 0 : this.outbox.pollInterval().toNanos());
+				}
+				else {
+					// dead events are re-queued by any instance, and only this one parks
+					this.delivery.refreshParked();
+					nextParkedPass = now + this.outbox.idlePollInterval().toNanos();
+				}
+			}
+			if (idle(now - busyUntil < 0)) {
+				busyUntil = System.nanoTime() + BUSY_NANOS;
+			}
+		}
+		// stopped: what was delivered is confirmed, so that the next reader need not send it again
+		completions.awaitAll();
+		long confirmable = completions.confirmable(inTransaction ? completed
+				: Math.max(completed, stream.getLastReceiveLSN().asLong()));
+		if (confirmable > confirmed && batch.isEmpty()) {
+			stream.setFlushedLSN(LogSequenceNumber.valueOf(confirmable));
+			stream.setAppliedLSN(LogSequenceNumber.valueOf(confirmable));
+			stream.forceUpdateStatus();
+		}
+	}
+
+	// true when woken up by a local commit: its events reach the stream within moments
+	private boolean idle(boolean busy) {
+		try {
+			return this.wakeUps.tryAcquire(busy ? BUSY_POLL_NANOS : IDLE_POLL_NANOS, TimeUnit.NANOSECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			this.running = false;
+			return false;
+		}
+	}
+
+	private boolean keepAlive(PGReplicationStream stream, Duration duration) {
+		long deadline = System.nanoTime() + duration.toNanos();
+		long step = Math.max(1, Math.min(duration.toMillis(), this.settings.statusInterval().toMillis()));
+		while (this.running && deadline - System.nanoTime() > 0) {
+			try {
+				// the position stays where it is; the server must not take the connection
+				// for dead (wal_sender_timeout) while the broker is away
+				stream.forceUpdateStatus();
+				Thread.sleep(Math.min(step, Math.max(1, (deadline - System.nanoTime()) / 1_000_000)));
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException("The replication connection failed while the broker was away", ex);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return false;
+			}
+		}
+		return this.running;
+	}
+
+	private void pause(Duration duration) {
+		try {
+			// only a stop cuts the wait short: a standby must not reconnect on every commit
+			this.stops.tryAcquire(duration.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			this.running = false;
+		}
+	}
+
+	// a row that cannot be read (written by SQL without a value the relay needs, say)
+	// dies on its own in the table, as a row the table relay cannot send does
+	private @Nullable OutboxRecord readable(Map<String, @Nullable String> row, Instant commitTime) {
+		try {
+			return event(row, commitTime);
+		}
+		catch (SQLException | RuntimeException ex) {
+			String id = row.get("id");
+			if (id == null) {
+				throw new IllegalStateException("An outbox row without an id in the replication stream", ex);
+			}
+			this.delivery.parkUnreadable(Long.parseLong(id), "Could not be read from the replication stream: " + ex);
+			return null;
+		}
+	}
+
+	/**
+	 * Turn an inserted row into an event to send, or {@code null} for a row the stream
+	 * does not send: one inserted as anything but a new pending event (such a row is left
+	 * to the table's own handling).
+	 */
+	private static @Nullable OutboxRecord event(Map<String, @Nullable String> row, Instant commitTime)
+			throws SQLException {
+		if (!"PENDING".equals(row.get("status")) || row.get("last_error") != null) {
+			return null;
+		}
+		String headers = row.get("headers");
+		String attempts = row.get("attempts");
+		return new OutboxRecord(0, Long.parseLong(required(row, "id")), UUID.fromString(required(row, "event_id")),
+				row.get("aggregate_id"), required(row, "topic"),
+				PGbytea.toBytes(required(row, "payload").getBytes(StandardCharsets.US_ASCII)),
+				(headers != null) ? HeadersJson.parse(headers) : Map.of(), row.get("type"), row.get("aggregate_type"),
+				(attempts != null) ? Integer.parseInt(attempts) : 0, commitTime);
+	}
+
+	private static String required(Map<String, @Nullable String> row, String column) {
+		String value = row.get(column);
+		if (value == null) {
+			throw new IllegalStateException("The outbox row has no " + column);
+		}
+		return value;
+	}
+
+}

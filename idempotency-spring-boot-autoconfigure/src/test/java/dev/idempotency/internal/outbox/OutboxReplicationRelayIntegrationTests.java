@@ -1,0 +1,286 @@
+package dev.idempotency.internal.outbox;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+
+import dev.idempotency.outbox.Outbox;
+import dev.idempotency.outbox.OutboxDeadLetters;
+import dev.idempotency.outbox.OutboxEvent;
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The replication relay against a real PostgreSQL (wal_level = logical) and a real Kafka
+ * broker: what it sends, in which order, and what it leaves in the table.
+ */
+class OutboxReplicationRelayIntegrationTests {
+
+	private final List<String> slots = new ArrayList<>();
+
+	@AfterEach
+	void dropSlots() {
+		this.slots.forEach(ReplicationFixtures::dropSlot);
+	}
+
+	@Test
+	void relaysEventsInCommitOrderPerKeyWithTheirIdsAndEmptiesTheTable() {
+		String name = slot("replorder");
+		String topic = topic();
+		Map<String, String> published = new ConcurrentHashMap<>();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name);
+				TestConsumer consumer = new TestConsumer(topic)) {
+			// one event per transaction, and several events of several keys per transaction
+			for (int i = 0; i < 60; i++) {
+				String value = "key-" + (i % 6) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 6), value).toString());
+			}
+			for (int t = 0; t < 20; t++) {
+				int first = 100 + t * 5;
+				OutboxFixtures.publishInOneTransaction(context, (outbox) -> {
+					for (int i = first; i < first + 5; i++) {
+						String value = "key-" + (i % 3) + ":" + i;
+						published.put(value, outbox.publish(topic, "key-" + (i % 3), value).toString());
+					}
+				});
+			}
+			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
+					(received) -> received.size() >= published.size(), Duration.ofSeconds(30));
+			assertThat(ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published)).isZero();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class) == 0);
+			assertThat(context.getBean(OutboxReplicationRelay.class).isActive()).isTrue();
+			// the slot's position follows: nothing is held for events already sent
+			await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(ReplicationFixtures.jdbc()
+				.queryForObject("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) < 1024 * 1024 "
+						+ "FROM pg_replication_slots WHERE slot_name = ?", Boolean.class, name + "_outbox_slot"))
+				.isTrue());
+		}
+	}
+
+	@Test
+	void eventsWrittenBeforeTheSlotExistedAreSentFirstFromTheTable() {
+		String name = slot("replbacklog");
+		String topic = topic();
+		Map<String, String> published = new ConcurrentHashMap<>();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				"idempotency.outbox.auto-startup=false");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			for (int i = 0; i < 30; i++) {
+				String value = "key-" + (i % 3) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 3), value).toString());
+			}
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			relay.start();
+			await().atMost(Duration.ofSeconds(10)).until(relay::isActive);
+			// later events of the same keys come from the stream, after the backlog
+			for (int i = 30; i < 60; i++) {
+				String value = "key-" + (i % 3) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 3), value).toString());
+			}
+			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
+					(received) -> received.size() >= published.size(), Duration.ofSeconds(30));
+			assertThat(ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published)).isZero();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class) == 0);
+		}
+	}
+
+	@Test
+	void aMissingTopicStopsTheStreamWithoutDeadEventsUntilItExists() {
+		String name = slot("reploutage");
+		String topic = "it-repl-outage-" + UUID.randomUUID();
+		String other = topic();
+		Map<String, String> published = new ConcurrentHashMap<>();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				OutboxFixtures.withQuickFailingSends("idempotency.outbox.max-attempts=1",
+						"idempotency.outbox.initial-backoff=200ms", "idempotency.outbox.max-backoff=500ms"));
+				TestConsumer consumer = new TestConsumer(topic); TestConsumer otherConsumer = new TestConsumer(other)) {
+			for (int i = 0; i < 20; i++) {
+				String value = "key-" + (i % 2) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 2), value).toString());
+			}
+			// an event behind them in the stream waits too: the stream is not read on
+			UUID behind = OutboxFixtures.publish(context, other, "other", "other:0");
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			// several attempts fail (the broker has no such topic: as when it is away)
+			OutboxFixtures.sleep(Duration.ofSeconds(3));
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD'",
+					Integer.class)).isZero();
+			assertThat(OutboxFixtures.status(jdbc, name + "_outbox", behind)).isEqualTo("PENDING");
+			TestInfrastructure.createTopic(topic, 2);
+			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
+					(received) -> received.stream().map(ConsumerRecord::value).distinct().count() >= published.size(),
+					Duration.ofSeconds(60));
+			ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published);
+			assertThat(otherConsumer.receive(1, Duration.ofSeconds(30))).extracting(ConsumerRecord::value)
+				.contains("other:0");
+		}
+	}
+
+	@Test
+	void eventsWrittenBeforeTheSlotExistedWaitOutAMissingTopicWithoutDying() {
+		String name = slot("replbacklogoutage");
+		String topic = "it-repl-backlog-outage-" + UUID.randomUUID();
+		Map<String, String> published = new ConcurrentHashMap<>();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				OutboxFixtures.withQuickFailingSends("idempotency.outbox.auto-startup=false",
+						"idempotency.outbox.max-attempts=1", "idempotency.outbox.initial-backoff=200ms",
+						"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms"));
+				TestConsumer consumer = new TestConsumer(topic)) {
+			for (int i = 0; i < 10; i++) {
+				String value = "key-" + (i % 2) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 2), value).toString());
+			}
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			relay.start();
+			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			// several attempts fail (the broker has no such topic: as when it is away)
+			OutboxFixtures.sleep(Duration.ofSeconds(3));
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD'",
+					Integer.class)).isZero();
+			TestInfrastructure.createTopic(topic, 2);
+			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
+					(received) -> received.stream().map(ConsumerRecord::value).distinct().count() >= published.size(),
+					Duration.ofSeconds(60));
+			ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published);
+		}
+	}
+
+	@Test
+	void anEventTheBrokerRefusesIsParkedDeadAndHoldsBackItsKeyUntilRequeued() {
+		String name = slot("repldead");
+		String topic = "it-repl-dead-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1,
+				Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "2000"));
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				"idempotency.outbox.max-attempts=2", "idempotency.outbox.initial-backoff=100ms",
+				"idempotency.outbox.poll-interval=200ms");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			String large = "L".repeat(10_000);
+			UUID tooLarge = context.getBean(TransactionTemplate.class).execute((status) -> {
+				Outbox outbox = context.getBean(Outbox.class);
+				outbox.publish(topic, "key", "first");
+				UUID id = outbox.publish(topic, "key", large);
+				outbox.publish(topic, "key", "third");
+				outbox.publish(topic, "other-key", "unrelated");
+				return id;
+			});
+			// a later transaction: the key is held back from the stream too
+			OutboxFixtures.publish(context, topic, "key", "fourth");
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, name + "_outbox", tooLarge)));
+			List<ConsumerRecord<String, String>> received = consumer.receive(3, Duration.ofSeconds(5));
+			assertThat(received).extracting(ConsumerRecord::value).containsExactlyInAnyOrder("first", "unrelated");
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'PENDING'",
+						Integer.class) == 2);
+
+			TestInfrastructure.alterTopic(topic,
+					TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "100000");
+			assertThat(context.getBean(OutboxDeadLetters.class).requeue(tooLarge)).isTrue();
+			List<ConsumerRecord<String, String>> all = consumer.receive(5, Duration.ofSeconds(30));
+			assertThat(all).filteredOn((record) -> "key".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.containsExactly("first", large, "third", "fourth");
+			// once the key has nothing parked, its new events come from the stream again
+			OutboxFixtures.publish(context, topic, "key", "fifth");
+			assertThat(consumer.receive(6, Duration.ofSeconds(30))).extracting(ConsumerRecord::value)
+				.endsWith("fifth");
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class) == 0);
+		}
+	}
+
+	@Test
+	void headersTypesBinaryPayloadsAndEventsWithoutAKeyCrossTheStreamUnchanged() {
+		String name = slot("replheaders");
+		String topic = topic();
+		byte[] binary = new byte[256];
+		for (int i = 0; i < binary.length; i++) {
+			binary[i] = (byte) i;
+		}
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name);
+				KafkaConsumer<String, byte[]> consumer = bytesConsumer(topic)) {
+			UUID id = context.getBean(TransactionTemplate.class).execute((status) -> {
+				Outbox outbox = context.getBean(Outbox.class);
+				outbox.publish(topic, null, "no key");
+				return outbox.publish(OutboxEvent.builder(topic, "key", binary)
+					.header("quoted", "a \"quoted\" \\ value\non two lines\t")
+					.header("unicode", "Grüße, 東京, \u00e9\u0001")
+					.header("empty", "")
+					.type("Created")
+					.aggregateType("Order")
+					.build());
+			});
+			List<ConsumerRecord<String, byte[]>> records = new ArrayList<>();
+			await().atMost(Duration.ofSeconds(30)).until(() -> {
+				consumer.poll(Duration.ofMillis(200)).forEach(records::add);
+				return records.size() >= 2;
+			});
+			assertThat(records).extracting(ConsumerRecord::key).containsExactlyInAnyOrder(null, "key");
+			ConsumerRecord<String, byte[]> keyed = records.stream().filter((r) -> "key".equals(r.key())).findFirst()
+				.orElseThrow();
+			assertThat(keyed.value()).isEqualTo(binary);
+			assertThat(header(keyed, "quoted")).isEqualTo("a \"quoted\" \\ value\non two lines\t");
+			assertThat(header(keyed, "unicode")).isEqualTo("Grüße, 東京, \u00e9\u0001");
+			assertThat(header(keyed, "empty")).isEmpty();
+			assertThat(header(keyed, OutboxRelay.EVENT_TYPE_HEADER)).isEqualTo("Created");
+			assertThat(header(keyed, OutboxRelay.AGGREGATE_TYPE_HEADER)).isEqualTo("Order");
+			assertThat(header(keyed, OutboxRelay.IDEMPOTENCY_KEY_HEADER)).isEqualTo(id.toString());
+		}
+	}
+
+	private static String header(ConsumerRecord<?, ?> record, String name) {
+		Header header = record.headers().lastHeader(name);
+		return (header != null) ? new String(header.value(), StandardCharsets.UTF_8) : null;
+	}
+
+	private static KafkaConsumer<String, byte[]> bytesConsumer(String topic) {
+		Properties properties = new Properties();
+		properties.put("bootstrap.servers", TestInfrastructure.kafkaBootstrapServers());
+		properties.put("group.id", "test-" + UUID.randomUUID());
+		properties.put("auto.offset.reset", "earliest");
+		KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(
+				properties, new StringDeserializer(),
+				new ByteArrayDeserializer());
+		consumer.subscribe(List.of(topic));
+		return consumer;
+	}
+
+	private String slot(String name) {
+		this.slots.add(name);
+		return name;
+	}
+
+	private static String topic() {
+		String topic = "it-repl-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 3);
+		return topic;
+	}
+
+}
