@@ -2,9 +2,11 @@ package dev.idempotency.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import org.apache.kafka.clients.admin.Admin;
@@ -73,6 +75,12 @@ public final class TestInfrastructure {
 	public static void createTopic(String name, int partitions, Map<String, String> configs) {
 		try (Admin admin = Admin.create(adminProperties())) {
 			admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+			// the controller has taken the topic; wait until each partition has a leader too,
+			// so that a test's first sends do not fail for the broker's reasons
+			long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+			while (!hasLeaders(admin, name) && System.nanoTime() - deadline < 0) {
+				Thread.sleep(50);
+			}
 		}
 		catch (Exception ex) {
 			throw new IllegalStateException("Could not create topic " + name, ex);
@@ -94,6 +102,21 @@ public final class TestInfrastructure {
 		}
 		catch (Exception ex) {
 			throw new IllegalStateException("Could not change " + config + " of topic " + name, ex);
+		}
+	}
+
+	private static boolean hasLeaders(Admin admin, String topic) throws InterruptedException {
+		try {
+			return admin.describeTopics(List.of(topic))
+				.allTopicNames()
+				.get()
+				.get(topic)
+				.partitions()
+				.stream()
+				.allMatch((partition) -> partition.leader() != null && !partition.leader().isEmpty());
+		}
+		catch (ExecutionException ex) {
+			return false;
 		}
 	}
 
