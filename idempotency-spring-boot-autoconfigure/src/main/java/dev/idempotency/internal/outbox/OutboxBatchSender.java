@@ -59,76 +59,114 @@ final class OutboxBatchSender {
 	 * @return what happened to each event
 	 */
 	Outcome send(List<OutboxRecord> batch) {
-		long deadline = System.nanoTime() + this.settings.sendTimeout().toNanos();
-		Outcome outcome = new Outcome(batch.size());
-		Map<String, Throwable> failingTopics = new HashMap<>();
-		Set<String> blockedKeys = new HashSet<>();
-		for (List<OutboxRecord> wave : waves(batch)) {
-			if (System.nanoTime() - deadline >= 0) {
-				// not sent at all: nothing of them is left in the producer to arrive later
-				wave.forEach((event) -> outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null)));
+		return finish(begin(batch));
+	}
+
+	/**
+	 * Start sending a batch: its first wave (the first event of every key) goes to the
+	 * producer, and the send timeout starts. {@link #finish(Sending)} waits for it and
+	 * sends the other waves; meanwhile the caller may prepare the next batch, but must
+	 * send nothing of it.
+	 * @param batch the events, in id order
+	 * @return the batch being sent
+	 */
+	Sending begin(List<OutboxRecord> batch) {
+		Sending sending = new Sending(waves(batch), System.nanoTime() + this.settings.sendTimeout().toNanos(),
+				new Outcome(batch.size()));
+		if (!sending.waves.isEmpty()) {
+			dispatch(sending, sending.waves.get(0));
+		}
+		return sending;
+	}
+
+	/**
+	 * Wait for a batch's acknowledgments and send the rest of it, wave by wave, up to the
+	 * send timeout that started with {@link #begin(List)}.
+	 * @param sending the batch
+	 * @return what happened to each of its events
+	 */
+	Outcome finish(Sending sending) {
+		for (int wave = 0; wave < sending.waves.size(); wave++) {
+			if (wave > 0) {
+				dispatch(sending, sending.waves.get(wave));
+			}
+			acknowledgments(sending);
+		}
+		return sending.outcome;
+	}
+
+	// hands a wave's events to the producer, or fails those that may not be sent
+	private void dispatch(Sending sending, List<OutboxRecord> wave) {
+		long deadline = sending.deadline;
+		Outcome outcome = sending.outcome;
+		if (System.nanoTime() - deadline >= 0) {
+			// not sent at all: nothing of them is left in the producer to arrive later
+			wave.forEach((event) -> outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null)));
+			return;
+		}
+		for (OutboxRecord event : wave) {
+			if (event.key() != null && sending.blockedKeys.contains(event.key())) {
+				outcome.failed.put(event.id(), heldBack("an earlier event of its key was not sent", null));
 				continue;
 			}
-			List<OutboxRecord> inFlight = new ArrayList<>(wave.size());
-			List<CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>(wave.size());
-			for (OutboxRecord event : wave) {
-				if (event.key() != null && blockedKeys.contains(event.key())) {
-					outcome.failed.put(event.id(), heldBack("an earlier event of its key was not sent", null));
-					continue;
-				}
-				if (System.nanoTime() - deadline >= 0) {
-					// the sends before it blocked (no metadata, a full buffer) until the
-					// deadline: none starts after it, so the batch ends within its lease
-					outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null));
-					block(blockedKeys, event);
-					continue;
-				}
-				if (Thread.currentThread().isInterrupted()) {
-					outcome.failed.put(event.id(), heldBack("the relay was stopping", null));
-					block(blockedKeys, event);
-					continue;
-				}
-				Throwable topicFailure = failingTopics.get(event.topic());
-				if (topicFailure != null) {
-					// A send that failed at once (no metadata: broker down, topic missing)
-					// blocked for max.block.ms; the other events of its topic would each
-					// block as long.
-					outcome.failed.put(event.id(), heldBack("an earlier send to " + event.topic() + " failed",
-							topicFailure));
-					block(blockedKeys, event);
-					continue;
-				}
-				CompletableFuture<SendResult<String, byte[]>> send = send(event);
-				if (send.isCompletedExceptionally() && isTransient(cause(send))) {
-					// no metadata for the topic: its other sends would block as long
-					failingTopics.put(event.topic(), cause(send));
-				}
-				inFlight.add(event);
-				sends.add(send);
+			if (System.nanoTime() - deadline >= 0) {
+				// the sends before it blocked (no metadata, a full buffer) until the
+				// deadline: none starts after it, so the batch ends within its lease
+				outcome.failed.put(event.id(), heldBack("the batch's send timeout passed", null));
+				block(sending.blockedKeys, event);
+				continue;
 			}
-			for (int i = 0; i < inFlight.size(); i++) {
-				OutboxRecord event = inFlight.get(i);
-				Throwable error = await(sends.get(i), deadline);
-				if (error == null) {
-					outcome.sent.add(event.id());
-					this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+			if (Thread.currentThread().isInterrupted()) {
+				outcome.failed.put(event.id(), heldBack("the relay was stopping", null));
+				block(sending.blockedKeys, event);
+				continue;
+			}
+			Throwable topicFailure = sending.failingTopics.get(event.topic());
+			if (topicFailure != null) {
+				// A send that failed at once (no metadata: broker down, topic missing)
+				// blocked for max.block.ms; the other events of its topic would each
+				// block as long.
+				outcome.failed.put(event.id(), heldBack("an earlier send to " + event.topic() + " failed",
+						topicFailure));
+				block(sending.blockedKeys, event);
+				continue;
+			}
+			CompletableFuture<SendResult<String, byte[]>> send = send(event);
+			if (send.isCompletedExceptionally() && isTransient(cause(send))) {
+				// no metadata for the topic: its other sends would block as long
+				sending.failingTopics.put(event.topic(), cause(send));
+			}
+			sending.inFlight.add(event);
+			sending.sends.add(send);
+		}
+	}
+
+	// waits for the acknowledgments of the wave in flight
+	private void acknowledgments(Sending sending) {
+		Outcome outcome = sending.outcome;
+		for (int i = 0; i < sending.inFlight.size(); i++) {
+			OutboxRecord event = sending.inFlight.get(i);
+			Throwable error = await(sending.sends.get(i), sending.deadline);
+			if (error == null) {
+				outcome.sent.add(event.id());
+				this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+			}
+			else if (error instanceof InterruptedException) {
+				// stopped while waiting (after the shutdown timeout): the broker may have
+				// taken the event, so it is sent again, but this was no failed attempt
+				outcome.failed.put(event.id(), heldBack("the relay was stopped before its acknowledgment", null));
+				block(sending.blockedKeys, event);
+			}
+			else {
+				outcome.failed.put(event.id(), failure(event, error));
+				if (isTransient(error) || error instanceof TimeoutException) {
+					outcome.transientFailures.add(event.id());
 				}
-				else if (error instanceof InterruptedException) {
-					// stopped while waiting (after the shutdown timeout): the broker may have
-					// taken the event, so it is sent again, but this was no failed attempt
-					outcome.failed.put(event.id(), heldBack("the relay was stopped before its acknowledgment", null));
-					block(blockedKeys, event);
-				}
-				else {
-					outcome.failed.put(event.id(), failure(event, error));
-					if (isTransient(error) || error instanceof TimeoutException) {
-						outcome.transientFailures.add(event.id());
-					}
-					block(blockedKeys, event);
-				}
+				block(sending.blockedKeys, event);
 			}
 		}
-		return outcome;
+		sending.inFlight.clear();
+		sending.sends.clear();
 	}
 
 	/**
@@ -238,6 +276,45 @@ final class OutboxBatchSender {
 	private Failure heldBack(String reason, @Nullable Throwable cause) {
 		return new Failure("Held back: " + reason + ((cause != null) ? ": " + cause : ""),
 				this.settings.initialBackoff(), false);
+	}
+
+	/**
+	 * A batch being sent: its waves, its deadline, and the wave in flight.
+	 */
+	static final class Sending {
+
+		final List<List<OutboxRecord>> waves;
+
+		final long deadline;
+
+		final Outcome outcome;
+
+		final Map<String, Throwable> failingTopics = new HashMap<>();
+
+		final Set<String> blockedKeys = new HashSet<>();
+
+		final List<OutboxRecord> inFlight = new ArrayList<>();
+
+		final List<CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>();
+
+		Sending(List<List<OutboxRecord>> waves, long deadline, Outcome outcome) {
+			this.waves = waves;
+			this.deadline = deadline;
+			this.outcome = outcome;
+		}
+
+		/**
+		 * Return whether every send of the wave in flight has its answer.
+		 */
+		boolean answered() {
+			for (CompletableFuture<?> send : this.sends) {
+				if (!send.isDone()) {
+					return false;
+				}
+			}
+			return true;
+		}
+
 	}
 
 	/**

@@ -83,14 +83,42 @@ final class ReplicationDelivery {
 	 * stopped first (the events not sent are streamed again to the next reader)
 	 */
 	boolean deliver(List<OutboxRecord> batch, Pause pause, Consumer<List<Long>> completion) {
+		return finish(start(batch), pause, completion);
+	}
+
+	/**
+	 * Start sending a streamed batch: the events whose key has a parked event are parked
+	 * behind it, and the first event of every other key goes to the producer. The stream
+	 * may be read meanwhile, but nothing more may be sent before {@link #finish}.
+	 * @param batch the events, in commit order
+	 * @return the batch in flight
+	 */
+	InFlight start(List<OutboxRecord> batch) {
 		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
+		return new InFlight(remaining, this.sender.begin(remaining));
+	}
+
+	/**
+	 * Finish sending a batch that {@link #start(List)} started, until each of its events
+	 * is acknowledged or parked.
+	 * @param batch the batch in flight
+	 * @param pause waits between attempts, keeping the stream alive; answers
+	 * {@code false} when the relay stops meanwhile
+	 * @param completion completes the events acknowledged (see {@link #complete(List)}),
+	 * given their ids once, whatever happens
+	 * @return whether each event is acknowledged or parked; {@code false} when the relay
+	 * stopped first (the events not sent are streamed again to the next reader)
+	 */
+	boolean finish(InFlight batch, Pause pause, Consumer<List<Long>> completion) {
+		List<OutboxRecord> remaining = batch.events;
 		Map<Long, Integer> attempts = new HashMap<>();
 		Set<String> deadKeys = new HashSet<>();
-		List<Long> sent = new ArrayList<>(batch.size());
+		List<Long> sent = new ArrayList<>(remaining.size());
 		Duration backoff = this.settings.initialBackoff();
+		OutboxBatchSender.Sending sending = batch.sending;
 		try {
 			while (!remaining.isEmpty()) {
-				OutboxBatchSender.Outcome outcome = this.sender.send(remaining);
+				OutboxBatchSender.Outcome outcome = this.sender.finish(sending);
 				sent.addAll(outcome.sent);
 				if (outcome.failed.isEmpty()) {
 					return true;
@@ -132,6 +160,7 @@ final class ReplicationDelivery {
 				}
 				backoff = next(backoff);
 				remaining = retry;
+				sending = this.sender.begin(retry);
 			}
 			return true;
 		}
@@ -246,6 +275,38 @@ final class ReplicationDelivery {
 		if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 			producers.reset();
 		}
+	}
+
+	/**
+	 * A streamed batch whose sending started.
+	 */
+	static final class InFlight {
+
+		private final List<OutboxRecord> events;
+
+		private final OutboxBatchSender.Sending sending;
+
+		private final long startedAt = System.nanoTime();
+
+		private InFlight(List<OutboxRecord> events, OutboxBatchSender.Sending sending) {
+			this.events = events;
+			this.sending = sending;
+		}
+
+		/**
+		 * Return whether the broker answered every send started so far.
+		 */
+		boolean acknowledged() {
+			return this.sending.answered();
+		}
+
+		/**
+		 * Return when the sending started, in {@link System#nanoTime()}.
+		 */
+		long startedAt() {
+			return this.startedAt;
+		}
+
 	}
 
 	/**

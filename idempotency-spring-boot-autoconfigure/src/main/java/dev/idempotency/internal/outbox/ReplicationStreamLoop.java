@@ -212,6 +212,11 @@ final class ReplicationStreamLoop implements Runnable {
 		long confirmed = 0;
 		long busyUntil = System.nanoTime() + BUSY_NANOS;
 		long nextParkedPass = System.nanoTime();
+		// the batch being sent while the next one is read, and the position it completes
+		ReplicationDelivery.InFlight inFlight = null;
+		long inFlightPosition = 0;
+		// the position of the last batch whose sending finished
+		long finished = 0;
 		while (this.running) {
 			ByteBuffer message = stream.readPending();
 			if (message != null) {
@@ -235,20 +240,40 @@ final class ReplicationStreamLoop implements Runnable {
 					continue;
 				}
 			}
+			if (message == null && inFlight != null && !inFlight.acknowledged()
+					&& System.nanoTime() - inFlight.startedAt() < BUSY_NANOS) {
+				// a moment without data while a batch is in flight: read on rather than
+				// cut a small batch, until its acknowledgments arrive
+				idle(true);
+				continue;
+			}
 			if (!batch.isEmpty()) {
-				long position = completed;
-				boolean delivered = this.delivery.deliver(batch, (duration) -> keepAlive(stream, duration),
-						(sent) -> completions.submit(sent, position));
-				if (!delivered) {
+				// a full batch, or all the stream had: the one in flight is finished first,
+				// then this one is sent while the stream is read on
+				if (inFlight != null) {
+					if (!finish(stream, completions, inFlight, inFlightPosition)) {
+						return;
+					}
+					finished = inFlightPosition;
+				}
+				inFlight = this.delivery.start(batch);
+				inFlightPosition = completed;
+				batch = new ArrayList<>();
+			}
+			if (message == null && inFlight != null) {
+				// nothing more to read: the batch in flight is finished now
+				if (!finish(stream, completions, inFlight, inFlightPosition)) {
 					return;
 				}
-				batch.clear();
+				finished = inFlightPosition;
+				inFlight = null;
 			}
 			if (!inTransaction && message == null) {
 				// idle: every transaction received is done; the server's position follows
 				completed = Math.max(completed, stream.getLastReceiveLSN().asLong());
 			}
-			long confirmable = completions.confirmable(completed);
+			// no further than the last batch finished while one is in flight
+			long confirmable = completions.confirmable((inFlight != null) ? finished : completed);
 			if (confirmable > confirmed) {
 				LogSequenceNumber position = LogSequenceNumber.valueOf(confirmable);
 				stream.setFlushedLSN(position);
@@ -278,6 +303,9 @@ final class ReplicationStreamLoop implements Runnable {
 			}
 		}
 		// stopped: what was delivered is confirmed, so that the next reader need not send it again
+		if (inFlight != null && !finish(stream, completions, inFlight, inFlightPosition)) {
+			return;
+		}
 		completions.awaitAll();
 		long confirmable = completions.confirmable(inTransaction ? completed
 				: Math.max(completed, stream.getLastReceiveLSN().asLong()));
@@ -286,6 +314,14 @@ final class ReplicationStreamLoop implements Runnable {
 			stream.setAppliedLSN(LogSequenceNumber.valueOf(confirmable));
 			stream.forceUpdateStatus();
 		}
+	}
+
+	// sends the rest of a batch in flight until each of its events is acknowledged or
+	// parked; false when the relay stopped first
+	private boolean finish(PGReplicationStream stream, ReplicationCompletions completions,
+			ReplicationDelivery.InFlight inFlight, long position) {
+		return this.delivery.finish(inFlight, (duration) -> keepAlive(stream, duration),
+				(sent) -> completions.submit(sent, position));
 	}
 
 	// true when woken up by a local commit: its events reach the stream within moments

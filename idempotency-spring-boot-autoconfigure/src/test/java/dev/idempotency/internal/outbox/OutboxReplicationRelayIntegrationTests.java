@@ -219,6 +219,66 @@ class OutboxReplicationRelayIntegrationTests {
 	}
 
 	@Test
+	void aRefusedEventHoldsBackTheLaterEventsOfItsKeyReadWhileItWasInFlight() {
+		String name = slot("replahead");
+		String topic = "it-repl-ahead-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "2000"));
+		// batches of 3: while one is sent, the next ones are read from the stream
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name, "idempotency.outbox.batch-size=3",
+				"idempotency.outbox.max-attempts=2", "idempotency.outbox.initial-backoff=100ms",
+				"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
+			relay.stop();
+			// a backlog in the slot, one event per transaction: the third of key "a" is too large
+			String large = "L".repeat(10_000);
+			List<String> keyA = new ArrayList<>();
+			List<String> keyB = new ArrayList<>();
+			UUID tooLarge = null;
+			for (int i = 0; i < 12; i++) {
+				String value = (i == 2) ? large : "a" + i;
+				UUID id = OutboxFixtures.publish(context, topic, "a", value);
+				keyA.add(value);
+				if (i == 2) {
+					tooLarge = id;
+				}
+				String other = "b" + i;
+				OutboxFixtures.publish(context, topic, "b", other);
+				keyB.add(other);
+			}
+			relay.start();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			UUID dead = tooLarge;
+			await().atMost(Duration.ofSeconds(60))
+				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, name + "_outbox", dead)));
+			List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
+					(records) -> records.stream().filter((record) -> "b".equals(record.key())).count() >= 12,
+					Duration.ofSeconds(30));
+			assertThat(received).filteredOn((record) -> "a".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.containsExactly("a0", "a1");
+			assertThat(received).filteredOn((record) -> "b".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.containsExactlyElementsOf(keyB);
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'PENDING'",
+						Integer.class) == 9);
+
+			TestInfrastructure.alterTopic(topic, TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "100000");
+			assertThat(context.getBean(OutboxDeadLetters.class).requeue(tooLarge)).isTrue();
+			List<ConsumerRecord<String, String>> all = consumer.receiveUntil(
+					(records) -> records.stream().filter((record) -> "a".equals(record.key())).count() >= 12,
+					Duration.ofSeconds(30));
+			assertThat(all).filteredOn((record) -> "a".equals(record.key()))
+				.extracting(ConsumerRecord::value)
+				.containsExactlyElementsOf(keyA);
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class) == 0);
+		}
+	}
+
+	@Test
 	void headersTypesBinaryPayloadsAndEventsWithoutAKeyCrossTheStreamUnchanged() {
 		String name = slot("replheaders");
 		String topic = topic();
