@@ -16,8 +16,10 @@ import org.postgresql.PGProperty;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.QueryExecutorBase;
+import org.postgresql.core.ServerVersion;
 import org.postgresql.replication.PGReplicationStream;
 import org.postgresql.replication.ReplicationSlotInfo;
+import org.postgresql.replication.fluent.logical.ChainedLogicalStreamBuilder;
 
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -143,14 +145,18 @@ final class ReplicationConnector {
 	 */
 	PGReplicationStream start(Connection connection) throws SQLException {
 		checkSocketOnEveryRead(connection);
-		return connection.unwrap(PGConnection.class)
+		ChainedLogicalStreamBuilder stream = connection.unwrap(PGConnection.class)
 			.getReplicationAPI()
 			.replicationStream()
 			.logical()
 			.withSlotName(this.settings.slot())
 			.withSlotOption("proto_version", "1")
-			.withSlotOption("publication_names", this.settings.publication())
-			.withStatusInterval((int) this.settings.statusInterval().toMillis(), TimeUnit.MILLISECONDS)
+			.withSlotOption("publication_names", this.settings.publication());
+		if (connection.unwrap(BaseConnection.class).haveMinimumServerVersion(ServerVersion.v14)) {
+			// values in binary form: a payload as its bytes, not as hex (twice its size)
+			stream = stream.withSlotOption("binary", "true");
+		}
+		return stream.withStatusInterval((int) this.settings.statusInterval().toMillis(), TimeUnit.MILLISECONDS)
 			.start();
 	}
 

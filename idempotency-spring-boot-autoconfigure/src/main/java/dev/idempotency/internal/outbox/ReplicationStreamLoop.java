@@ -1,7 +1,6 @@
 package dev.idempotency.internal.outbox;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -9,7 +8,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
@@ -17,12 +15,12 @@ import dev.idempotency.internal.outbox.PgOutputDecoder.Begin;
 import dev.idempotency.internal.outbox.PgOutputDecoder.Change;
 import dev.idempotency.internal.outbox.PgOutputDecoder.Commit;
 import dev.idempotency.internal.outbox.PgOutputDecoder.Insert;
+import dev.idempotency.internal.outbox.PgOutputDecoder.Row;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
-import org.postgresql.util.PGbytea;
 
 import org.springframework.core.NestedExceptionUtils;
 
@@ -370,16 +368,22 @@ final class ReplicationStreamLoop implements Runnable {
 
 	// a row that cannot be read (written by SQL without a value the relay needs, say)
 	// dies on its own in the table, as a row the table relay cannot send does
-	private @Nullable OutboxRecord readable(Map<String, @Nullable String> row, Instant commitTime) {
+	private @Nullable OutboxRecord readable(Row row, Instant commitTime) {
 		try {
 			return event(row, commitTime);
 		}
 		catch (SQLException | RuntimeException ex) {
-			String id = row.get("id");
+			Long id;
+			try {
+				id = row.integer("id");
+			}
+			catch (SQLException | RuntimeException idUnreadable) {
+				id = null;
+			}
 			if (id == null) {
 				throw new IllegalStateException("An outbox row without an id in the replication stream", ex);
 			}
-			this.delivery.parkUnreadable(Long.parseLong(id), "Could not be read from the replication stream: " + ex);
+			this.delivery.parkUnreadable(id, "Could not be read from the replication stream: " + ex);
 			return null;
 		}
 	}
@@ -389,22 +393,19 @@ final class ReplicationStreamLoop implements Runnable {
 	 * does not send: one inserted as anything but a new pending event (such a row is left
 	 * to the table's own handling).
 	 */
-	private static @Nullable OutboxRecord event(Map<String, @Nullable String> row, Instant commitTime)
-			throws SQLException {
-		if (!"PENDING".equals(row.get("status")) || row.get("last_error") != null) {
+	private static @Nullable OutboxRecord event(Row row, Instant commitTime) throws SQLException {
+		if (!"PENDING".equals(row.text("status")) || row.text("last_error") != null) {
 			return null;
 		}
-		String headers = row.get("headers");
-		String attempts = row.get("attempts");
-		return new OutboxRecord(0, Long.parseLong(required(row, "id")), UUID.fromString(required(row, "event_id")),
-				row.get("aggregate_id"), required(row, "topic"),
-				PGbytea.toBytes(required(row, "payload").getBytes(StandardCharsets.US_ASCII)),
-				(headers != null) ? HeadersJson.parse(headers) : Map.of(), row.get("type"), row.get("aggregate_type"),
-				(attempts != null) ? Integer.parseInt(attempts) : 0, commitTime);
+		String headers = row.text("headers");
+		Long attempts = row.integer("attempts");
+		return new OutboxRecord(0, required(row.integer("id"), "id"), required(row.uuid("event_id"), "event_id"),
+				row.text("aggregate_id"), required(row.text("topic"), "topic"), required(row.bytes("payload"), "payload"),
+				(headers != null) ? HeadersJson.parse(headers) : Map.of(), row.text("type"), row.text("aggregate_type"),
+				(attempts != null) ? attempts.intValue() : 0, commitTime);
 	}
 
-	private static String required(Map<String, @Nullable String> row, String column) {
-		String value = row.get(column);
+	private static <T> T required(@Nullable T value, String column) {
 		if (value == null) {
 			throw new IllegalStateException("The outbox row has no " + column);
 		}
