@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the benchmark and prints one table. Usage:
 #   benchmarks/run.sh [rounds] [messages per record scenario] [messages per batch scenario] [scenarios...]
-# Scenarios: A NOOP B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE (the default set; NOOP is a listener that does
-# nothing, the ceiling of the duplicates scenarios C_*), L (lease mode) and OUTBOX (the
+# Scenarios: A NOOP B B_CACHE C_CACHE C_NO_CACHE D E E_FLOOR F F_NO_CACHE (the default set; NOOP is a listener that
+# does nothing, the ceiling of the duplicates scenarios C_*; E_FLOOR is D plus one multi-row insert of the batch's keys
+# into a table with a unique index, the floor of E), L (lease mode) and OUTBOX (the
 # relay's throughput over a backlog of batch-scenario size, and its latency at 1,000/s; OUTBOX_AHEAD is the
 # same with idempotency.outbox.claim-ahead=true), OUTBOX_REPLICATION (the replication relay against the plain
 # producer, the table relay and the plain table loop over the same backlog, and its latency at 1,000/s).
@@ -23,7 +24,7 @@ record_messages=${2:-20000}
 batch_messages=${3:-100000}
 shift $(( $# > 3 ? 3 : $# ))
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(A NOOP B B_CACHE C_CACHE C_NO_CACHE D E F F_NO_CACHE)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(A NOOP B B_CACHE C_CACHE C_NO_CACHE D E E_FLOOR F F_NO_CACHE)
 
 ./mvnw -q -B -DskipTests -pl benchmarks -am package dependency:build-classpath \
   -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
@@ -66,7 +67,7 @@ for _ in $(seq 1 120); do [ -f "$work/infrastructure.properties" ] && break; sle
 
 for round in $(seq 1 "$rounds"); do
   for scenario in "${scenarios[@]}"; do
-    case $scenario in D|E|F|F_NO_CACHE) messages=$batch_messages ;; G|G_NEW|G_DUP) messages=${BENCH_GROWING_MESSAGES:-50000} ;;
+    case $scenario in D|E|E_FLOOR|F|F_NO_CACHE) messages=$batch_messages ;; G|G_NEW|G_DUP) messages=${BENCH_GROWING_MESSAGES:-50000} ;;
       *) messages=$record_messages ;; esac
     if [ "$scenario" = HTTP ]; then
       main=dev.idempotency.benchmarks.HttpBenchmark

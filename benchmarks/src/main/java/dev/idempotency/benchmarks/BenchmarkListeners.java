@@ -96,6 +96,43 @@ final class BenchmarkListeners {
 
 	}
 
+	// The least any claim of a batch does: the batch's keys inserted into a unique index,
+	// in one statement, in the transaction of the batch's effects. No conflict handling,
+	// no lock timeout, no columns beyond the key: what the starter's claim adds to this is
+	// what E is measured against.
+	static class BatchFloor {
+
+		static final String TABLE = """
+				CREATE TABLE IF NOT EXISTS bench_claims_floor (
+				    consumer_group  VARCHAR(255) COLLATE "C" NOT NULL,
+				    idempotency_key VARCHAR(255) COLLATE "C" NOT NULL,
+				    PRIMARY KEY (consumer_group, idempotency_key))
+				""";
+
+		private static final String CLAIM = """
+				INSERT INTO bench_claims_floor (consumer_group, idempotency_key) SELECT ?, unnest(?::varchar[])
+				""";
+
+		private final JdbcTemplate jdbc;
+
+		private final String group;
+
+		BatchFloor(JdbcTemplate jdbc, String group) {
+			this.jdbc = jdbc;
+			this.group = group;
+		}
+
+		@KafkaListener(id = "bench", topics = "${bench.topic}", groupId = "${bench.group}", autoStartup = "false",
+				batch = "true")
+		@Transactional
+		public void on(List<ConsumerRecord<String, String>> records) {
+			List<Object[]> rows = records.stream().map(BenchmarkListeners::row).toList();
+			this.jdbc.update(CLAIM, this.group, rows.stream().map((row) -> (String) row[0]).toArray(String[]::new));
+			this.jdbc.batchUpdate(INSERT, rows);
+		}
+
+	}
+
 	static class BatchIdempotent {
 
 		private final JdbcTemplate jdbc;

@@ -105,6 +105,14 @@ public final class BenchmarkScenario {
 				throw new IllegalStateException("Scenario " + scenario + " wrote " + effects + " business rows, expected "
 						+ expectedEffects);
 			}
+			if (scenario.listener == Scenario.Listener.BATCH_FLOOR) {
+				Integer claimed = jdbc.queryForObject("SELECT count(*) FROM bench_claims_floor WHERE consumer_group = ?",
+						Integer.class, group);
+				if (claimed == null || claimed != messages) {
+					throw new IllegalStateException("Scenario " + scenario + " inserted " + claimed + " keys, expected "
+							+ messages);
+				}
+			}
 			System.out.println(result(scenario, messages, progress, context.getBean(MeterRegistry.class)));
 		}
 	}
@@ -234,6 +242,14 @@ public final class BenchmarkScenario {
 		@ConditionalOnProperty(name = "bench.listener", havingValue = "BATCH_PLAIN")
 		BenchmarkListeners.BatchPlain batchPlain(JdbcTemplate jdbc, BusinessTable table) {
 			return new BenchmarkListeners.BatchPlain(jdbc);
+		}
+
+		@Bean
+		@ConditionalOnProperty(name = "bench.listener", havingValue = "BATCH_FLOOR")
+		BenchmarkListeners.BatchFloor batchFloor(JdbcTemplate jdbc, BusinessTable table,
+				org.springframework.core.env.Environment environment) {
+			jdbc.execute(BenchmarkListeners.BatchFloor.TABLE);
+			return new BenchmarkListeners.BatchFloor(jdbc, environment.getRequiredProperty("bench.group"));
 		}
 
 		@Bean

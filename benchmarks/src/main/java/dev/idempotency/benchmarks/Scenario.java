@@ -24,6 +24,9 @@ enum Scenario {
 
 	E("@Idempotent batch listener, all new", Listener.BATCH_IDEMPOTENT, false, false),
 
+	E_FLOOR("floor of batch claims: the baseline batch listener plus one multi-row insert of the batch's keys into a "
+			+ "table with a unique index, in the same transaction", Listener.BATCH_FLOOR, false, false),
+
 	F("@Idempotent batch listener, all duplicates, Redis cache", Listener.BATCH_IDEMPOTENT, true, true),
 
 	F_NO_CACHE("@Idempotent batch listener, all duplicates, no cache", Listener.BATCH_IDEMPOTENT, true, false),
@@ -68,12 +71,13 @@ enum Scenario {
 	}
 
 	boolean batch() {
-		return this.listener == Listener.BATCH_PLAIN || this.listener == Listener.BATCH_IDEMPOTENT;
+		return this.listener == Listener.BATCH_PLAIN || this.listener == Listener.BATCH_FLOOR
+				|| this.listener == Listener.BATCH_IDEMPOTENT;
 	}
 
 	enum Listener {
 
-		RECORD_PLAIN, RECORD_NOOP, RECORD_IDEMPOTENT, RECORD_LEASE, BATCH_PLAIN, BATCH_IDEMPOTENT
+		RECORD_PLAIN, RECORD_NOOP, RECORD_IDEMPOTENT, RECORD_LEASE, BATCH_PLAIN, BATCH_FLOOR, BATCH_IDEMPOTENT
 
 	}
 
