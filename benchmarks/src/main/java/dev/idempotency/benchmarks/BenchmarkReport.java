@@ -123,6 +123,11 @@ public final class BenchmarkReport {
 		System.out.printf("  p99 <= 5 ms: %.1f  %s%n", p99, (p99 <= 5) ? "met" : "MISSED");
 		// the floor of the table relay, measured beside it
 		everyRound("table relay / plain table loop", runs, "tableRelay", "plainRelay", 0.9);
+		if (runs.get(0).containsKey("publishUs")) {
+			System.out.printf("  write side: Outbox.publish %.1f us/event, a plain insert of the same rows %.1f us/event "
+					+ "(%.2f x)%n", median(runs, "publishUs"), median(runs, "insertUs"),
+					medianOfRatios(runs, "publishUs", "insertUs"));
+		}
 	}
 
 	private static void outboxRow(String name, List<Map<String, String>> outbox) {

@@ -1,6 +1,7 @@
 package dev.idempotency.benchmarks;
 
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -112,9 +113,17 @@ public final class ReplicationOutboxBenchmark {
 					plainTopic, events);
 			System.err.println("PHASE plain relay: " + Math.round(plain) + " events/s, " + CpuBusy.snapshot().since(before));
 
-			// the replication relay over a backlog in the WAL: written while it is stopped
+			// the replication relay over a backlog in the WAL: written while it is stopped;
+			// the write side: Outbox.publish per event, against a plain insert of the same
+			// rows into a table like the outbox, in transactions of the same size
 			replicationRelay.stop();
+			long writeBegin = System.nanoTime();
 			backlog(streamTransactions, streamOutbox, streamTopic, events, keys);
+			double publishMicros = (System.nanoTime() - writeBegin) / 1e3 / events;
+			double insertMicros = plainInserts(streamTransactions, new JdbcTemplate(stream.getBean(DataSource.class)),
+					"routbox_" + run, streamTopic, events, keys);
+			System.err.println("PHASE write side: Outbox.publish " + String.format("%.1f", publishMicros)
+					+ " us/event, plain insert " + String.format("%.1f", insertMicros) + " us/event");
 			before = CpuBusy.snapshot();
 			begin = System.nanoTime();
 			replicationRelay.start();
@@ -135,8 +144,9 @@ public final class ReplicationOutboxBenchmark {
 					"SELECT pg_drop_replication_slot(?)", Object.class, "routbox_" + run + "_slot");
 			System.out.println(String.format("RESULT scenario=OUTBOX_REPLICATION events=%d keys=%d throughput=%.0f "
 					+ "producer=%.0f tableRelay=%.0f plainRelay=%.0f orderViolations=%d steadyEvents=%d "
-					+ "latencyP50ms=%.1f latencyP99ms=%.1f", events, keys, replication, producer, table, plain,
-					violations, measured, percentiles[0], percentiles[1]));
+					+ "latencyP50ms=%.1f latencyP99ms=%.1f publishUs=%.1f insertUs=%.1f", events, keys, replication,
+					producer, table, plain, violations, measured, percentiles[0], percentiles[1], publishMicros,
+					insertMicros));
 		}
 	}
 
@@ -169,6 +179,29 @@ public final class ReplicationOutboxBenchmark {
 				}
 			});
 		}
+	}
+
+	// the same rows as backlog(...) writes, inserted by a plain statement per event into a
+	// table like the outbox (its columns, defaults and indexes; in no publication, which
+	// changes nothing of what is written to the WAL); returns microseconds per event
+	private static double plainInserts(TransactionTemplate transactions, JdbcTemplate jdbc, String outboxTable,
+			String topic, int events, int keys) {
+		String table = outboxTable + "_plain";
+		jdbc.execute("CREATE TABLE " + table + " (LIKE " + outboxTable + " INCLUDING ALL)");
+		String insert = "INSERT INTO " + table + " (event_id, aggregate_id, topic, payload) VALUES (?, ?, ?, ?)";
+		long begin = System.nanoTime();
+		for (int written = 0; written < events; written += 1000) {
+			int start = written;
+			transactions.executeWithoutResult((status) -> {
+				for (int i = start; i < Math.min(start + 1000, events); i++) {
+					jdbc.update(insert, UUID.randomUUID(), "key-" + (i % keys), topic,
+							ProducerBaseline.payload(i).getBytes(StandardCharsets.UTF_8));
+				}
+			});
+		}
+		double micros = (System.nanoTime() - begin) / 1e3 / events;
+		jdbc.execute("DROP TABLE " + table);
+		return micros;
 	}
 
 	private static long steady(TransactionTemplate transactions, Outbox outbox, String topic, int seconds)
