@@ -304,6 +304,15 @@ final class OutboxBatchSender {
 		}
 
 		/**
+		 * Wait for the answers to the wave in flight, up to the deadline, whatever they are.
+		 */
+		void awaitAnswers() {
+			for (CompletableFuture<?> send : this.sends) {
+				await(send, this.deadline);
+			}
+		}
+
+		/**
 		 * Return whether every send of the wave in flight has its answer.
 		 */
 		boolean answered() {

@@ -90,7 +90,8 @@ public final class OutboxReplicationRelay implements SmartLifecycle {
 		this.metrics = metrics;
 		OutboxParking parking = new OutboxParking(jdbc, transactions, replication.table(), settings.batchSize());
 		this.connector = new ReplicationConnector(replication, jdbc, parking);
-		ReplicationDelivery delivery = new ReplicationDelivery(repository, parking, kafka, settings, metrics);
+		ReplicationDelivery delivery = new ReplicationDelivery(repository, parking, kafka, settings, metrics,
+				new TransactionVisibility(jdbc));
 		this.loop = new ReplicationStreamLoop(replication, settings, this.connector, delivery);
 	}
 

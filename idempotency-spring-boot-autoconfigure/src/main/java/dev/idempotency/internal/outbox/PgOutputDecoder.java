@@ -40,7 +40,8 @@ final class PgOutputDecoder {
 			case 'B' -> {
 				long finalLsn = message.getLong();
 				long commitMicros = message.getLong();
-				return new Begin(finalLsn, instant(commitMicros));
+				int xid = message.getInt();
+				return new Begin(finalLsn, instant(commitMicros), xid);
 			}
 			case 'C' -> {
 				message.get(); // flags, unused
@@ -134,8 +135,9 @@ final class PgOutputDecoder {
 	 *
 	 * @param finalLsn the position of its commit record
 	 * @param commitTime when it committed
+	 * @param xid its transaction id
 	 */
-	record Begin(long finalLsn, Instant commitTime) implements Change {
+	record Begin(long finalLsn, Instant commitTime, int xid) implements Change {
 	}
 
 	/**

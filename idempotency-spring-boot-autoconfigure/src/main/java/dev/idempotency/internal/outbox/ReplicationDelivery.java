@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 import dev.idempotency.internal.outbox.OutboxParking.Parked;
@@ -45,10 +46,13 @@ final class ReplicationDelivery {
 
 	private final OutboxBatchSender sender;
 
+	private final TransactionVisibility visibility;
+
 	private boolean anyParked = true;
 
 	ReplicationDelivery(OutboxRepository repository, OutboxParking parking, KafkaTemplate<String, byte[]> kafka,
-			OutboxSettings settings, OutboxMetrics metrics) {
+			OutboxSettings settings, OutboxMetrics metrics, TransactionVisibility visibility) {
+		this.visibility = visibility;
 		this.repository = repository;
 		this.parking = parking;
 		this.kafka = kafka;
@@ -73,29 +77,22 @@ final class ReplicationDelivery {
 	}
 
 	/**
-	 * Send a streamed batch until each of its events is acknowledged or parked.
-	 * @param batch the events, in commit order
-	 * @param pause waits between attempts, keeping the stream alive; answers
-	 * {@code false} when the relay stops meanwhile
-	 * @param completion completes the events acknowledged (see {@link #complete(List)}),
-	 * given their ids once, whatever happens
-	 * @return whether each event is acknowledged or parked; {@code false} when the relay
-	 * stopped first (the events not sent are streamed again to the next reader)
-	 */
-	boolean deliver(List<OutboxRecord> batch, Pause pause, Consumer<List<Long>> completion) {
-		return finish(start(batch), pause, completion);
-	}
-
-	/**
 	 * Start sending a streamed batch: the events whose key has a parked event are parked
 	 * behind it, and the first event of every other key goes to the producer. The stream
 	 * may be read meanwhile, but nothing more may be sent before {@link #finish}.
 	 * @param batch the events, in commit order
+	 * @param transactions the transactions the events come from
+	 * @param running answers {@code false} once the relay stops
 	 * @return the batch in flight
+	 * @throws IllegalStateException if the relay stopped while events were to be parked
 	 */
-	InFlight start(List<OutboxRecord> batch) {
+	InFlight start(List<OutboxRecord> batch, Set<Integer> transactions, BooleanSupplier running) {
+		if (this.anyParked && !this.visibility.await(transactions, running)) {
+			// events may be parked below: their rows must be visible first
+			throw new IllegalStateException("The relay stopped");
+		}
 		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
-		return new InFlight(remaining, this.sender.begin(remaining));
+		return new InFlight(remaining, transactions, running, this.sender.begin(remaining));
 	}
 
 	/**
@@ -117,6 +114,10 @@ final class ReplicationDelivery {
 		Duration backoff = this.settings.initialBackoff();
 		OutboxBatchSender.Sending sending = batch.sending;
 		try {
+			// the rows are completed or parked below: their transactions must be visible
+			if (!this.visibility.await(batch.transactions, batch.running)) {
+				return false;
+			}
 			while (!remaining.isEmpty()) {
 				OutboxBatchSender.Outcome outcome = this.sender.finish(sending);
 				sent.addAll(outcome.sent);
@@ -170,6 +171,15 @@ final class ReplicationDelivery {
 	}
 
 	/**
+	 * Wait for the answers to a batch's sends in flight (up to its send timeout), after
+	 * the stream failed: nothing more of it is sent, and nothing completed.
+	 * @param batch the batch in flight
+	 */
+	void settle(InFlight batch) {
+		batch.sending.awaitAnswers();
+	}
+
+	/**
 	 * Complete events the broker acknowledged: delete them (or mark them sent), in one
 	 * statement.
 	 * @param sent their ids
@@ -210,9 +220,15 @@ final class ReplicationDelivery {
 	/**
 	 * Park an event that could not be read from the stream, as {@code DEAD}.
 	 * @param id the event
+	 * @param transaction the transaction it comes from
 	 * @param error why
+	 * @param running answers {@code false} once the relay stops
+	 * @throws IllegalStateException if the relay stopped first
 	 */
-	void parkUnreadable(long id, String error) {
+	void parkUnreadable(long id, int transaction, String error, BooleanSupplier running) {
+		if (!this.visibility.await(List.of(transaction), running)) {
+			throw new IllegalStateException("The relay stopped");
+		}
 		logger.warn("Outbox event " + id + " is DEAD: " + error);
 		park(List.of(new Parked(id, (error.length() > 2000) ? error.substring(0, 2000) : error, 0, true)));
 	}
@@ -284,12 +300,19 @@ final class ReplicationDelivery {
 
 		private final List<OutboxRecord> events;
 
+		private final Set<Integer> transactions;
+
+		private final BooleanSupplier running;
+
 		private final OutboxBatchSender.Sending sending;
 
 		private final long startedAt = System.nanoTime();
 
-		private InFlight(List<OutboxRecord> events, OutboxBatchSender.Sending sending) {
+		private InFlight(List<OutboxRecord> events, Set<Integer> transactions, BooleanSupplier running,
+				OutboxBatchSender.Sending sending) {
 			this.events = events;
+			this.transactions = transactions;
+			this.running = running;
 			this.sending = sending;
 		}
 

@@ -6,8 +6,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
@@ -71,12 +73,18 @@ final class ReplicationStreamLoop implements Runnable {
 
 	private volatile @Nullable Connection connection;
 
+	// the batch in flight, for the stream's failure
+	private ReplicationDelivery.@Nullable InFlight unsettled;
+
+	private final long readAheadNanos;
+
 	ReplicationStreamLoop(ReplicationSettings settings, OutboxSettings outbox, ReplicationConnector connector,
 			ReplicationDelivery delivery) {
 		this.settings = settings;
 		this.outbox = outbox;
 		this.connector = connector;
 		this.delivery = delivery;
+		this.readAheadNanos = Math.min(TimeUnit.SECONDS.toNanos(1), outbox.sendTimeout().toNanos() / 2);
 	}
 
 	boolean isRunning() {
@@ -198,12 +206,31 @@ final class ReplicationStreamLoop implements Runnable {
 		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete)) {
 			stream(stream, completions);
 		}
+		finally {
+			ReplicationDelivery.InFlight inFlight = this.unsettled;
+			if (inFlight != null) {
+				// failed with a batch in flight: its sends are answered (or timed out)
+				// while this instance still holds the slot, so that none of them reaches
+				// the broker after the next reader sent the same events again
+				this.unsettled = null;
+				this.delivery.settle(inFlight);
+			}
+		}
+	}
+
+	// whether the batch in flight was sent long enough ago that reading on would eat into
+	// its send timeout: it is finished before more is read
+	private boolean readAheadOver(ReplicationDelivery.@Nullable InFlight inFlight) {
+		return inFlight != null && System.nanoTime() - inFlight.startedAt() >= this.readAheadNanos;
 	}
 
 	private void stream(PGReplicationStream stream, ReplicationCompletions completions) throws SQLException {
 		PgOutputDecoder decoder = new PgOutputDecoder();
 		String table = this.settings.table().table();
 		List<OutboxRecord> batch = new ArrayList<>();
+		// the transactions of the batch's events: their rows are completed once visible
+		Set<Integer> transactions = new LinkedHashSet<>();
+		int transaction = 0;
 		Instant commitTime = Instant.now();
 		boolean inTransaction = false;
 		long completed = 0;
@@ -223,18 +250,20 @@ final class ReplicationStreamLoop implements Runnable {
 				if (change instanceof Begin begin) {
 					inTransaction = true;
 					commitTime = begin.commitTime();
+					transaction = begin.xid();
 				}
 				else if (change instanceof Insert insert && insert.relation().name().equalsIgnoreCase(table)) {
-					OutboxRecord event = readable(insert.values(), commitTime);
+					OutboxRecord event = readable(insert.values(), commitTime, transaction);
 					if (event != null) {
 						batch.add(event);
+						transactions.add(transaction);
 					}
 				}
 				else if (change instanceof Commit commit) {
 					inTransaction = false;
 					completed = commit.endLsn();
 				}
-				if (batch.size() < this.outbox.batchSize()) {
+				if (batch.size() < this.outbox.batchSize() && !readAheadOver(inFlight)) {
 					continue;
 				}
 			}
@@ -254,17 +283,21 @@ final class ReplicationStreamLoop implements Runnable {
 					}
 					finished = inFlightPosition;
 				}
-				inFlight = this.delivery.start(batch);
+				inFlight = this.delivery.start(batch, transactions, this::isRunning);
+				this.unsettled = inFlight;
 				inFlightPosition = completed;
 				batch = new ArrayList<>();
+				transactions = new LinkedHashSet<>();
 			}
-			if (message == null && inFlight != null) {
-				// nothing more to read: the batch in flight is finished now
+			if (inFlight != null && (message == null || readAheadOver(inFlight))) {
+				// nothing more to read, or read long enough ahead: the batch in flight is
+				// finished now (its send timeout runs)
 				if (!finish(stream, completions, inFlight, inFlightPosition)) {
 					return;
 				}
 				finished = inFlightPosition;
 				inFlight = null;
+				this.unsettled = null;
 			}
 			if (!inTransaction && message == null) {
 				// idle: every transaction received is done; the server's position follows
@@ -301,13 +334,19 @@ final class ReplicationStreamLoop implements Runnable {
 			}
 		}
 		// stopped: what was delivered is confirmed, so that the next reader need not send it again
-		if (inFlight != null && !finish(stream, completions, inFlight, inFlightPosition)) {
-			return;
+		if (inFlight != null) {
+			if (!finish(stream, completions, inFlight, inFlightPosition)) {
+				return;
+			}
+			finished = inFlightPosition;
+			this.unsettled = null;
 		}
 		completions.awaitAll();
-		long confirmable = completions.confirmable(inTransaction ? completed
-				: Math.max(completed, stream.getLastReceiveLSN().asLong()));
-		if (confirmable > confirmed && batch.isEmpty()) {
+		// with events read and not sent, no further than the last batch finished
+		long delivered = !batch.isEmpty() ? finished
+				: inTransaction ? completed : Math.max(completed, stream.getLastReceiveLSN().asLong());
+		long confirmable = completions.confirmable(delivered);
+		if (confirmable > confirmed) {
 			stream.setFlushedLSN(LogSequenceNumber.valueOf(confirmable));
 			stream.setAppliedLSN(LogSequenceNumber.valueOf(confirmable));
 			stream.forceUpdateStatus();
@@ -368,7 +407,7 @@ final class ReplicationStreamLoop implements Runnable {
 
 	// a row that cannot be read (written by SQL without a value the relay needs, say)
 	// dies on its own in the table, as a row the table relay cannot send does
-	private @Nullable OutboxRecord readable(Row row, Instant commitTime) {
+	private @Nullable OutboxRecord readable(Row row, Instant commitTime, int transaction) {
 		try {
 			return event(row, commitTime);
 		}
@@ -383,7 +422,8 @@ final class ReplicationStreamLoop implements Runnable {
 			if (id == null) {
 				throw new IllegalStateException("An outbox row without an id in the replication stream", ex);
 			}
-			this.delivery.parkUnreadable(id, "Could not be read from the replication stream: " + ex);
+			this.delivery.parkUnreadable(id, transaction, "Could not be read from the replication stream: " + ex,
+					this::isRunning);
 			return null;
 		}
 	}

@@ -1,0 +1,115 @@
+package dev.idempotency.internal.outbox;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+
+import dev.idempotency.test.TestConsumer;
+import dev.idempotency.test.TestInfrastructure;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A transaction reaches the replication stream once its commit is written to the WAL, and
+ * other sessions see its rows a moment later: in between, the row of an event already
+ * streamed, sent and acknowledged cannot be deleted, nor parked. The moment is made long
+ * here the way a server with synchronous replication makes it: the writer's commit waits
+ * for a standby that never answers (it is in the WAL and streamed, but not visible), until
+ * the wait is cancelled. The server is one of the test's own.
+ */
+class OutboxReplicationVisibilityIntegrationTests {
+
+	private static final String NAME = "replvisible";
+
+	private RestartablePostgres postgres;
+
+	@BeforeEach
+	void startServer() throws Exception {
+		this.postgres = RestartablePostgres.start();
+		JdbcTemplate jdbc = this.postgres.jdbc();
+		jdbc.execute("ALTER SYSTEM SET synchronous_standby_names = 'standby_that_never_answers'");
+		jdbc.execute("SELECT pg_reload_conf()");
+	}
+
+	@AfterEach
+	void stopServer() throws Exception {
+		this.postgres.close();
+	}
+
+	@Test
+	void theRowOfAnEventStreamedBeforeItsTransactionWasVisibleIsCompletedOnceItIs() throws Exception {
+		String topic = "it-repl-visible-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1);
+		// the application's sessions commit without waiting for a standby
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(NAME,
+				"spring.datasource.url=" + this.postgres.jdbcUrl(), "spring.datasource.username=postgres",
+				"spring.datasource.password=postgres",
+				"spring.datasource.hikari.connection-init-sql=SET synchronous_commit = local");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			try (Connection writer = DriverManager.getConnection(this.postgres.jdbcUrl(), "postgres", "postgres")) {
+				int writerPid = pid(writer);
+				CompletableFuture<Void> commit = CompletableFuture.runAsync(() -> insertAndCommit(writer, topic));
+				// streamed and sent while its transaction is not visible to any other session
+				List<ConsumerRecord<String, String>> received = consumer.receive(1, Duration.ofSeconds(30));
+				assertThat(received).extracting(ConsumerRecord::value).containsExactly("streamed before it was visible");
+				assertThat(commit).isNotDone();
+				assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class)).isZero();
+				OutboxFixtures.sleep(Duration.ofSeconds(1));
+				// the wait for the standby cancelled: the transaction is visible now
+				jdbc.queryForObject("SELECT pg_cancel_backend(?)", Boolean.class, writerPid);
+				commit.get();
+			}
+			await().atMost(Duration.ofSeconds(10))
+				.untilAsserted(() -> assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox",
+						Integer.class))
+					.as("outbox rows left behind")
+					.isZero());
+		}
+	}
+
+	private static int pid(Connection connection) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			ResultSet result = statement.executeQuery("SELECT pg_backend_pid()");
+			result.next();
+			return result.getInt(1);
+		}
+	}
+
+	// commits with the server's wait for a synchronous standby, which only a cancel ends
+	private static void insertAndCommit(Connection writer, String topic) {
+		try (Statement statement = writer.createStatement();
+				PreparedStatement insert = writer.prepareStatement("INSERT INTO " + NAME
+						+ "_outbox (event_id, aggregate_id, topic, payload) VALUES (?, 'key', ?, ?)")) {
+			statement.execute("SET synchronous_commit = on");
+			writer.setAutoCommit(false);
+			insert.setObject(1, UUID.randomUUID());
+			insert.setString(2, topic);
+			insert.setBytes(3, "streamed before it was visible".getBytes(StandardCharsets.UTF_8));
+			insert.executeUpdate();
+			writer.commit();
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}
