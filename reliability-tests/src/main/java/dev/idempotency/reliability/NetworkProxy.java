@@ -65,6 +65,8 @@ final class NetworkProxy implements AutoCloseable {
 
 	private final AtomicLong heldConnections = new AtomicLong();
 
+	private final AtomicLong abandoned = new AtomicLong();
+
 	/** A proxy listening on a free port of the loopback interface; see {@link #start}. */
 	NetworkProxy(String name) {
 		this.name = name;
@@ -152,7 +154,7 @@ final class NetworkProxy implements AutoCloseable {
 	/** What the proxy did so far. */
 	Stats stats() {
 		return new Stats(this.accepted.get(), this.connections.size(), this.reset.get(), this.delayedChunks.get(),
-				this.heldBytes.get(), this.heldConnections.get());
+				this.heldBytes.get(), this.heldConnections.get(), this.abandoned.get());
 	}
 
 	@Override
@@ -181,6 +183,12 @@ final class NetworkProxy implements AutoCloseable {
 		Thread thread = new Thread(task, "proxy-" + this.name + "-" + role);
 		thread.setDaemon(true);
 		thread.start();
+	}
+
+	private boolean held() {
+		synchronized (this.lock) {
+			return !this.requestsFlow || !this.answersFlow;
+		}
 	}
 
 	private boolean flows(boolean requests) {
@@ -229,8 +237,11 @@ final class NetworkProxy implements AutoCloseable {
 	 * (forwarded when it healed, unless a side had closed the connection meanwhile)
 	 * @param heldConnections connections accepted during a black hole, connected to the
 	 * server only once it healed
+	 * @param abandoned connections their clients closed while a black hole or a half-open
+	 * connection held them: the fault outlasted the clients' timeouts
 	 */
-	record Stats(long accepted, long open, long reset, long delayedChunks, long heldBytes, long heldConnections) {
+	record Stats(long accepted, long open, long reset, long delayedChunks, long heldBytes, long heldConnections,
+			long abandoned) {
 
 	}
 
@@ -288,6 +299,10 @@ final class NetworkProxy implements AutoCloseable {
 				while (true) {
 					int read = in.read(buffer);
 					if (read < 0) {
+						if (requests && !this.closed && held()) {
+							// a client that timed out while the fault held its connection
+							NetworkProxy.this.abandoned.incrementAndGet();
+						}
 						break;
 					}
 					// what arrives while its direction is held waits in the queue, then in

@@ -134,6 +134,9 @@ class NetworkProxyIntegrationTests {
 		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> throughProxy("black-hole-new", 1));
 		assertThat(this.proxy.stats().heldConnections()).isEqualTo(1);
 		assertThat(this.proxy.stats().heldBytes()).isPositive();
+		// the client closed its connection when it timed out: the proxy saw the FIN, and
+		// forwarded nothing (the new connection is not even connected to the server)
+		awaitAbandoned(1);
 		// the statement never reached the server
 		Thread.sleep(500);
 		assertThat(effects()).isZero();
@@ -157,6 +160,7 @@ class NetworkProxyIntegrationTests {
 		// while the answers are held, the server has committed what the client thinks failed
 		assertThat(effects()).isEqualTo(1);
 		assertThat(this.proxy.stats().heldBytes()).isPositive();
+		awaitAbandoned(1);
 		this.proxy.heal();
 		selectOne(throughProxy("half-open", 10));
 	}
@@ -198,6 +202,14 @@ class NetworkProxyIntegrationTests {
 			Thread.sleep(50);
 		}
 		assertThat(backends(applicationName)).isEqualTo(expected);
+	}
+
+	private void awaitAbandoned(long expected) throws InterruptedException {
+		long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+		while (this.proxy.stats().abandoned() < expected && System.nanoTime() < deadline) {
+			Thread.sleep(20);
+		}
+		assertThat(this.proxy.stats().abandoned()).isEqualTo(expected);
 	}
 
 	private static long count(String sql) throws SQLException {
