@@ -32,6 +32,9 @@ import org.apache.kafka.common.TopicPartition;
  */
 public final class FaultDriver {
 
+	/** How much longer a network fault lasts when it found no traffic to disturb. */
+	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(30);
+
 	private final RunOptions options;
 
 	private final Path directory;
@@ -256,12 +259,15 @@ public final class FaultDriver {
 
 	/**
 	 * Inject a network fault through the target's proxy and count it if it took effect:
-	 * chunks delayed, connections reset, or bytes or connections held back.
+	 * chunks delayed, connections reset, or bytes or connections held back. A fault that
+	 * found nothing to disturb by its end (its server was down, say) lasts until it does,
+	 * up to {@link #NETWORK_FAULT_EXTENSION} more.
 	 */
 	private void injectNetworkFault(FaultPlan.Fault fault) {
 		NetworkProxy proxy = this.proxies.get(fault.target());
 		NetworkProxy.Stats before = proxy.stats();
 		String what = fault.kind() + " " + proxy.name();
+		long extended = 0;
 		try {
 			switch (fault.kind()) {
 				case LATENCY -> {
@@ -281,6 +287,15 @@ public final class FaultDriver {
 				default -> throw new IllegalArgumentException("Not a network fault: " + fault);
 			}
 			Thread.sleep(fault.duration().toMillis());
+			long end = System.nanoTime();
+			while (effect(fault.kind(), before, proxy.stats()) == 0
+					&& System.nanoTime() - end < NETWORK_FAULT_EXTENSION.toNanos()) {
+				Thread.sleep(100);
+				if (fault.kind() == FaultPlan.Kind.DROP_CONNECTIONS) {
+					proxy.dropConnections();
+				}
+			}
+			extended = (System.nanoTime() - end) / 1_000_000;
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -289,11 +304,7 @@ public final class FaultDriver {
 			proxy.heal();
 		}
 		NetworkProxy.Stats after = proxy.stats();
-		long effect = switch (fault.kind()) {
-			case LATENCY -> after.delayedChunks() - before.delayedChunks();
-			case DROP_CONNECTIONS -> after.reset() - before.reset();
-			default -> after.heldBytes() - before.heldBytes() + after.heldConnections() - before.heldConnections();
-		};
+		long effect = effect(fault.kind(), before, after);
 		String evidence = switch (fault.kind()) {
 			case LATENCY -> effect + " chunks delayed";
 			case DROP_CONNECTIONS -> effect + " connections reset";
@@ -309,7 +320,16 @@ public final class FaultDriver {
 				this.networkFaultsWithoutEffect++;
 			}
 		}
-		log(what + " healed: " + evidence + ((effect > 0) ? "" : ", no effect: not counted"));
+		String waited = (extended >= 100) ? ", after " + extended + " ms more waiting for traffic" : "";
+		log(what + " healed: " + evidence + waited + ((effect > 0) ? "" : ", no effect: not counted"));
+	}
+
+	private static long effect(FaultPlan.Kind kind, NetworkProxy.Stats before, NetworkProxy.Stats after) {
+		return switch (kind) {
+			case LATENCY -> after.delayedChunks() - before.delayedChunks();
+			case DROP_CONNECTIONS -> after.reset() - before.reset();
+			default -> after.heldBytes() - before.heldBytes() + after.heldConnections() - before.heldConnections();
+		};
 	}
 
 	private NetworkProxy proxy(String name) {

@@ -9,10 +9,10 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,9 +26,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * Held bytes are not lost: the proxy keeps reading and keeps them (then the kernel's
  * buffers do, once its queue is full) and forwards them when the fault heals, as TCP
  * would retransmit them once a partition ends, also when the client gave up on them
- * meanwhile; a connection whose other side closed meanwhile is closed after them. Each connection is served by four
- * threads (a reader and a writer each way), so that a delay applies to every chunk from
- * the moment it arrived rather than adding up behind the chunks before it.
+ * meanwhile; a connection whose other side closed meanwhile is closed after them.
+ * <p>
+ * Each connection is served by four threads (a reader and a writer each way): the reader
+ * forwards what it reads while no fault applies, and hands it to the writer otherwise,
+ * so that a delay applies to every chunk from the moment it arrived rather than adding
+ * up behind the chunks before it.
  */
 final class NetworkProxy implements AutoCloseable {
 
@@ -105,12 +108,14 @@ final class NetworkProxy implements AutoCloseable {
 	/**
 	 * Reset every open connection at once (an RST to both sides, as a restarted firewall
 	 * or load balancer would).
-	 * @return how many connections were reset
+	 * @return how many connections to the server were reset (not counting those accepted
+	 * and still connecting to it)
 	 */
 	int dropConnections() {
 		int dropped = 0;
 		for (Connection connection : this.connections) {
-			if (connection.reset()) {
+			boolean established = connection.established;
+			if (connection.reset() && established) {
 				dropped++;
 			}
 		}
@@ -251,6 +256,8 @@ final class NetworkProxy implements AutoCloseable {
 
 		private volatile Socket upstream;
 
+		private volatile boolean established;
+
 		private volatile boolean closed;
 
 		Connection(Socket client) {
@@ -281,101 +288,145 @@ final class NetworkProxy implements AutoCloseable {
 				reset();
 				return;
 			}
+			this.established = true;
 			pipe(this.client, this.upstream, true);
 			pipe(this.upstream, this.client, false);
 		}
 
 		private void pipe(Socket from, Socket to, boolean requests) {
-			BlockingQueue<Chunk> chunks = new ArrayBlockingQueue<>(256);
+			Pipe pipe = new Pipe(from, to, requests);
 			String direction = requests ? "requests" : "answers";
-			start(() -> read(from, chunks, requests), "read-" + direction);
-			start(() -> write(to, chunks, requests), "write-" + direction);
+			start(pipe::read, "read-" + direction);
+			start(pipe::write, "write-" + direction);
 		}
 
-		private void read(Socket from, BlockingQueue<Chunk> chunks, boolean requests) {
-			byte[] buffer = new byte[65536];
-			try {
-				InputStream in = from.getInputStream();
-				while (true) {
-					int read = in.read(buffer);
-					if (read < 0) {
-						if (requests && !this.closed && held()) {
-							// a client that timed out while the fault held its connection
-							NetworkProxy.this.abandoned.incrementAndGet();
-						}
-						break;
-					}
-					// what arrives while its direction is held waits in the queue, then in
-					// the kernel's buffers once the queue is full
-					boolean held = !flows(requests);
-					if (held) {
-						NetworkProxy.this.heldBytes.addAndGet(read);
-					}
-					if (!enqueue(chunks, new Chunk(System.nanoTime(), Arrays.copyOf(buffer, read), held))) {
-						return;
-					}
-				}
-			}
-			catch (IOException ex) {
-				// reset or closed
-			}
-			enqueue(chunks, new Chunk(System.nanoTime(), END, false));
-		}
+		/**
+		 * One direction of the connection. The reader forwards a chunk itself when nothing
+		 * is queued or being written and no fault applies, and queues it for the writer
+		 * otherwise, so that the order of the bytes is kept.
+		 */
+		private final class Pipe {
 
-		// false once the connection is closed and its writer gone
-		private boolean enqueue(BlockingQueue<Chunk> chunks, Chunk chunk) {
-			try {
-				while (!chunks.offer(chunk, 1, TimeUnit.SECONDS)) {
-					if (this.closed) {
-						return false;
-					}
-				}
-				return true;
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-				return false;
-			}
-		}
+			private static final int MAX_QUEUED = 256;
 
-		private void write(Socket to, BlockingQueue<Chunk> chunks, boolean requests) {
-			try {
-				OutputStream out = to.getOutputStream();
-				while (true) {
-					Chunk chunk = chunks.poll(1, TimeUnit.SECONDS);
-					if (chunk == null) {
-						if (this.closed) {
+			private final Socket from;
+
+			private final Socket to;
+
+			private final boolean requests;
+
+			// guarded by this
+			private final Deque<Chunk> chunks = new ArrayDeque<>();
+
+			// guarded by this
+			private boolean writing;
+
+			Pipe(Socket from, Socket to, boolean requests) {
+				this.from = from;
+				this.to = to;
+				this.requests = requests;
+			}
+
+			void read() {
+				byte[] buffer = new byte[65536];
+				try {
+					InputStream in = this.from.getInputStream();
+					OutputStream out = this.to.getOutputStream();
+					while (true) {
+						int read = in.read(buffer);
+						if (read < 0) {
+							if (this.requests && !Connection.this.closed && held()) {
+								// a client that timed out while the fault held its connection
+								NetworkProxy.this.abandoned.incrementAndGet();
+							}
 							break;
 						}
-						continue;
-					}
-					if (chunk.bytes() == END) {
-						break;
-					}
-					long latency = NetworkProxy.this.latencyNanos;
-					if (latency > 0) {
-						NetworkProxy.this.delayedChunks.incrementAndGet();
-						long wait = chunk.arrived() + latency - System.nanoTime();
-						if (wait > 0) {
-							TimeUnit.NANOSECONDS.sleep(wait);
+						// what arrives while its direction is held waits in the queue, then in
+						// the kernel's buffers once the queue is full
+						boolean held = !flows(this.requests);
+						if (held) {
+							NetworkProxy.this.heldBytes.addAndGet(read);
+						}
+						synchronized (this) {
+							if (this.chunks.isEmpty() && !this.writing && !held
+									&& NetworkProxy.this.latencyNanos == 0) {
+								out.write(buffer, 0, read);
+								out.flush();
+								continue;
+							}
+							while (this.chunks.size() >= MAX_QUEUED) {
+								if (Connection.this.closed) {
+									return;
+								}
+								wait(1000);
+							}
+							this.chunks.add(new Chunk(System.nanoTime(), Arrays.copyOf(buffer, read), held));
+							notifyAll();
 						}
 					}
-					// what was read before the direction was held is held too
-					if (!chunk.held() && !flows(requests)) {
-						NetworkProxy.this.heldBytes.addAndGet(chunk.bytes().length);
-					}
-					awaitFlow(requests);
-					out.write(chunk.bytes());
-					out.flush();
+				}
+				catch (IOException ex) {
+					// reset or closed
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+				synchronized (this) {
+					this.chunks.add(new Chunk(System.nanoTime(), END, false));
+					notifyAll();
 				}
 			}
-			catch (IOException ex) {
-				// reset or closed
+
+			void write() {
+				try {
+					OutputStream out = this.to.getOutputStream();
+					while (true) {
+						Chunk chunk;
+						synchronized (this) {
+							while (this.chunks.isEmpty()) {
+								if (Connection.this.closed) {
+									return;
+								}
+								wait(1000);
+							}
+							chunk = this.chunks.poll();
+							this.writing = true;
+							notifyAll();
+						}
+						if (chunk.bytes() == END) {
+							break;
+						}
+						long latency = NetworkProxy.this.latencyNanos;
+						if (latency > 0) {
+							NetworkProxy.this.delayedChunks.incrementAndGet();
+							long wait = chunk.arrived() + latency - System.nanoTime();
+							if (wait > 0) {
+								TimeUnit.NANOSECONDS.sleep(wait);
+							}
+						}
+						// what was read before the direction was held is held too
+						if (!chunk.held() && !flows(this.requests)) {
+							NetworkProxy.this.heldBytes.addAndGet(chunk.bytes().length);
+						}
+						awaitFlow(this.requests);
+						out.write(chunk.bytes());
+						out.flush();
+						synchronized (this) {
+							this.writing = false;
+						}
+					}
+				}
+				catch (IOException ex) {
+					// reset or closed
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+				finally {
+					close();
+				}
 			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-			close();
+
 		}
 
 		// an orderly close of both sides, once either side ended

@@ -130,9 +130,10 @@ class NetworkProxyIntegrationTests {
 		assertThatExceptionOfType(SQLException.class)
 			.isThrownBy(() -> connection.createStatement().execute("INSERT INTO effects VALUES (1)"))
 			.satisfies((ex) -> assertThat(causes(ex)).anyMatch(SocketTimeoutException.class::isInstance));
-		// a new connection is accepted, and left without an answer
+		// a new connection is accepted, and left without an answer (the driver may try a
+		// second one before its login timeout)
 		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> throughProxy("black-hole-new", 1));
-		assertThat(this.proxy.stats().heldConnections()).isEqualTo(1);
+		assertThat(this.proxy.stats().heldConnections()).isPositive();
 		assertThat(this.proxy.stats().heldBytes()).isPositive();
 		// the client closed its connection when it timed out: the proxy saw the FIN, and
 		// forwarded nothing (the new connection is not even connected to the server)
