@@ -136,7 +136,7 @@ final class NetworkProxy implements AutoCloseable {
 	}
 
 	/**
-	 * Keep forwarding the requests to the server but stop reading its answers, until
+	 * Keep forwarding the requests to the server but hold back its answers, until
 	 * {@link #heal()}: the server does the work, the client never hears of it.
 	 */
 	void holdAnswers() {
