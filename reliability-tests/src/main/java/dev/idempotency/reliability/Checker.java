@@ -50,11 +50,12 @@ final class Checker {
 	 * @param kills SIGKILLs of workload processes
 	 * @param redisRestarts Redis restarts
 	 * @param dbKills rounds of {@code pg_terminate_backend}
+	 * @param networkFaults network faults that took effect (see {@link NetworkProxy})
 	 * @param pgCrashes crashes of PostgreSQL (every process SIGKILLed), each recovered
 	 * @param pgOutageSeconds how long PostgreSQL was down in all, by stops and crashes
 	 */
-	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long pgCrashes,
-			double pgOutageSeconds) {
+	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long networkFaults,
+			long pgCrashes, double pgOutageSeconds) {
 
 	}
 
@@ -62,8 +63,8 @@ final class Checker {
 	 * The counts of a run and what they break.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
-			long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice, long lost, long outboxLost,
-			long orderViolations, List<String> violations) {
+			long networkFaults, long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice,
+			long lost, long outboxLost, long orderViolations, List<String> violations) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -71,11 +72,11 @@ final class Checker {
 
 		String summary() {
 			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
-					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " pg_crashes="
-					+ this.pgCrashes + " pg_outage_s=" + String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds)
-					+ " applied_once="
-					+ this.appliedOnce + " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost="
-					+ this.outboxLost + " order_violations=" + this.orderViolations;
+					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " network_faults="
+					+ this.networkFaults + " pg_crashes=" + this.pgCrashes + " pg_outage_s="
+					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " applied_once=" + this.appliedOnce
+					+ " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost=" + this.outboxLost
+					+ " order_violations=" + this.orderViolations;
 		}
 
 	}
@@ -155,8 +156,8 @@ final class Checker {
 			violations.add(orderViolations[0] + " events published before an older event of their account");
 		}
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
-				faults.dbKills(), faults.pgCrashes(), faults.pgOutageSeconds(), once, twice, lost, outboxLost,
-				orderViolations[0], List.copyOf(violations));
+				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(), once, twice,
+				lost, outboxLost, orderViolations[0], List.copyOf(violations));
 	}
 
 	private static List<String> balances(Statement statement) throws SQLException {

@@ -21,14 +21,19 @@ import org.apache.kafka.common.TopicPartition;
 
 /**
  * Runs the workload as separate processes against a Kafka broker process, PostgreSQL and
- * Redis, injects the faults of a seeded {@link FaultPlan} while the transfers are sent,
- * waits for the run to drain and hands it to the {@link Checker}.
+ * Redis, each reached through a {@link NetworkProxy} of the driver's, injects the faults
+ * of a seeded {@link FaultPlan} while the transfers are sent, waits for the run to drain
+ * and hands it to the {@link Checker}. The network faults run on a thread of their own,
+ * so that they overlap the others.
  * <p>
  * {@code FaultDriver --size=ci|full|control [--seed=N] [--events=N] [--kills=N] ...}
  * prints the seed, the plan, the faults as they happen and one summary line, and exits
  * with 0 when the checker found nothing, 1 otherwise.
  */
 public final class FaultDriver {
+
+	/** How much longer a network fault lasts when it found no traffic to disturb. */
+	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(30);
 
 	private final RunOptions options;
 
@@ -39,6 +44,9 @@ public final class FaultDriver {
 	private RedisProcess redis;
 
 	private KafkaBroker broker;
+
+	// in the order of FaultPlan.SERVERS
+	private final List<NetworkProxy> proxies = new ArrayList<>();
 
 	private Workload workload;
 
@@ -72,6 +80,10 @@ public final class FaultDriver {
 
 	private long exits;
 
+	private long networkFaults;
+
+	private long networkFaultsWithoutEffect;
+
 	FaultDriver(RunOptions options) {
 		this.options = options;
 		this.directory = options.workDirectory()
@@ -99,9 +111,14 @@ public final class FaultDriver {
 			this.postgres = new PostgresServer(this.directory.resolve("postgres"), postgresSettings());
 			this.postgres.start();
 			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
+			NetworkProxy postgresProxy = proxy("postgres").start(this.postgres.port());
 			this.redis = new RedisProcess();
 			this.redis.start();
-			this.broker = new KafkaBroker(this.directory.resolve("kafka"));
+			NetworkProxy kafkaProxy = proxy("kafka");
+			NetworkProxy redisProxy = proxy("redis").start(this.redis.port());
+			// the workload's listener is advertised at the proxy: the clients reconnect there
+			this.broker = new KafkaBroker(this.directory.resolve("kafka"), kafkaProxy.port());
+			kafkaProxy.start(this.broker.workloadPort());
 			this.broker.start();
 			this.broker.createTopics(Map.of(TransferListeners.TOPIC, FaultPlan.PARTITIONS, Ledger.EVENTS_TOPIC,
 					FaultPlan.PARTITIONS, Checker.DEAD_LETTER_TOPIC, FaultPlan.PARTITIONS));
@@ -109,8 +126,9 @@ public final class FaultDriver {
 					+ this.broker.bootstrapServers());
 			try (TransferProducer producer = new TransferProducer(this.options, this.broker.bootstrapServers())) {
 				this.database.createSchema(producer.transfers(), this.options.accounts());
-				this.workload = new Workload(this.options, this.postgres.jdbcUrl(), this.broker.bootstrapServers(),
-						this.redis.url(), this.directory);
+				this.workload = new Workload(this.options,
+						"jdbc:postgresql://127.0.0.1:" + postgresProxy.port() + "/postgres",
+						"127.0.0.1:" + kafkaProxy.port(), "redis://127.0.0.1:" + redisProxy.port(), this.directory);
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
@@ -128,7 +146,18 @@ public final class FaultDriver {
 				// while PostgreSQL is down fails its start-up) is started again
 				ScheduledExecutorService supervisor = new ScheduledThreadPoolExecutor(1);
 				supervisor.scheduleWithFixedDelay(this::restartExited, 2, 2, TimeUnit.SECONDS);
+				// one after the other, each at its moment or when the one before ended
+				ScheduledExecutorService network = new ScheduledThreadPoolExecutor(1);
 				for (FaultPlan.Fault fault : plan.faults()) {
+					if (fault.kind().isNetworkFault()) {
+						network.schedule(() -> injectNetworkFault(fault),
+								windowStart + fault.at().toNanos() - System.nanoTime(), TimeUnit.NANOSECONDS);
+					}
+				}
+				for (FaultPlan.Fault fault : plan.faults()) {
+					if (fault.kind().isNetworkFault()) {
+						continue;
+					}
 					long wait = windowStart + fault.at().toNanos() - System.nanoTime();
 					if (wait > 0) {
 						TimeUnit.NANOSECONDS.sleep(wait);
@@ -140,18 +169,24 @@ public final class FaultDriver {
 						+ " duplicates");
 				restarts.shutdown();
 				restarts.awaitTermination(1, TimeUnit.MINUTES);
+				network.shutdown();
+				network.awaitTermination(10, TimeUnit.MINUTES);
+				this.proxies.forEach(NetworkProxy::heal);
 				this.workload.restoreAll();
 				drain();
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
 				log(String.format(
-						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d exited_by_themselves=%d",
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d network_faults=%d (without effect=%d) exited_by_themselves=%d",
 						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
-						this.dbOutages, this.pgCrashes, this.brokerRestarts, this.pauses, this.replayed, this.exits));
+						this.dbOutages, this.pgCrashes, this.brokerRestarts, this.pauses, this.replayed,
+						this.networkFaults, this.networkFaultsWithoutEffect, this.exits));
+				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
-							this.dbKills, this.pgCrashes, this.pgDownNanos / 1e9), this.crashLosses);
+							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9),
+							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
 				System.out.println(verdict.summary());
@@ -220,6 +255,87 @@ public final class FaultDriver {
 						+ Math.round(fault.fraction() * 100) + "% of it");
 			}
 		}
+	}
+
+	/**
+	 * Inject a network fault through the target's proxy and count it if it took effect:
+	 * chunks delayed, connections reset, or bytes or connections held back. A fault that
+	 * found nothing to disturb by its end (its server was down, say) lasts until it does,
+	 * up to {@link #NETWORK_FAULT_EXTENSION} more.
+	 */
+	private void injectNetworkFault(FaultPlan.Fault fault) {
+		NetworkProxy proxy = this.proxies.get(fault.target());
+		NetworkProxy.Stats before = proxy.stats();
+		String what = fault.kind() + " " + proxy.name();
+		long extended = 0;
+		try {
+			switch (fault.kind()) {
+				case LATENCY -> {
+					log(what + ": " + fault.delay().toMillis() + " ms each way for " + fault.duration().toMillis()
+							+ " ms");
+					proxy.addLatency(fault.delay());
+				}
+				case DROP_CONNECTIONS -> proxy.dropConnections();
+				case BLACK_HOLE -> {
+					log(what + " for " + fault.duration().toMillis() + " ms");
+					proxy.blackHole();
+				}
+				case HALF_OPEN -> {
+					log(what + ": answers held back for " + fault.duration().toMillis() + " ms");
+					proxy.holdAnswers();
+				}
+				default -> throw new IllegalArgumentException("Not a network fault: " + fault);
+			}
+			Thread.sleep(fault.duration().toMillis());
+			long end = System.nanoTime();
+			while (effect(fault.kind(), before, proxy.stats()) == 0
+					&& System.nanoTime() - end < NETWORK_FAULT_EXTENSION.toNanos()) {
+				Thread.sleep(100);
+				if (fault.kind() == FaultPlan.Kind.DROP_CONNECTIONS) {
+					proxy.dropConnections();
+				}
+			}
+			extended = (System.nanoTime() - end) / 1_000_000;
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		finally {
+			proxy.heal();
+		}
+		NetworkProxy.Stats after = proxy.stats();
+		long effect = effect(fault.kind(), before, after);
+		String evidence = switch (fault.kind()) {
+			case LATENCY -> effect + " chunks delayed";
+			case DROP_CONNECTIONS -> effect + " connections reset";
+			default -> (after.heldBytes() - before.heldBytes()) + " bytes and "
+					+ (after.heldConnections() - before.heldConnections()) + " new connections held back, "
+					+ (after.abandoned() - before.abandoned()) + " connections closed by the workload meanwhile";
+		};
+		synchronized (this) {
+			if (effect > 0) {
+				this.networkFaults++;
+			}
+			else {
+				this.networkFaultsWithoutEffect++;
+			}
+		}
+		String waited = (extended >= 100) ? ", after " + extended + " ms more waiting for traffic" : "";
+		log(what + " healed: " + evidence + waited + ((effect > 0) ? "" : ", no effect: not counted"));
+	}
+
+	private static long effect(FaultPlan.Kind kind, NetworkProxy.Stats before, NetworkProxy.Stats after) {
+		return switch (kind) {
+			case LATENCY -> after.delayedChunks() - before.delayedChunks();
+			case DROP_CONNECTIONS -> after.reset() - before.reset();
+			default -> after.heldBytes() - before.heldBytes() + after.heldConnections() - before.heldConnections();
+		};
+	}
+
+	private NetworkProxy proxy(String name) {
+		NetworkProxy proxy = new NetworkProxy(name);
+		this.proxies.add(proxy);
+		return proxy;
 	}
 
 	private void kill(FaultPlan.Fault fault, ScheduledExecutorService restarts) throws Exception {
@@ -364,6 +480,7 @@ public final class FaultDriver {
 		if (this.workload != null) {
 			this.workload.processes().forEach(JavaProcess::kill);
 		}
+		this.proxies.forEach(NetworkProxy::close);
 		try {
 			if (this.broker != null) {
 				this.broker.stop();

@@ -42,7 +42,32 @@ final class FaultPlan {
 		PAUSE,
 
 		/** Send again the records of partition {@code target} from an old offset. */
-		REPLAY
+		REPLAY,
+
+		/**
+		 * Delay every chunk between the workload and server {@code target} by {@code delay},
+		 * each way, for {@code duration}.
+		 */
+		LATENCY,
+
+		/** Reset every connection between the workload and server {@code target} at once. */
+		DROP_CONNECTIONS,
+
+		/**
+		 * Forward nothing between the workload and server {@code target}, either way, for
+		 * {@code duration} (longer than the workload's timeouts); nothing is closed.
+		 */
+		BLACK_HOLE,
+
+		/**
+		 * Forward the workload's requests to server {@code target} but hold back its answers
+		 * for {@code duration} (longer than the workload's timeouts).
+		 */
+		HALF_OPEN;
+
+		boolean isNetworkFault() {
+			return this == LATENCY || this == DROP_CONNECTIONS || this == BLACK_HOLE || this == HALF_OPEN;
+		}
 
 	}
 
@@ -50,16 +75,20 @@ final class FaultPlan {
 	 * One fault.
 	 * @param at when, from the start of the window
 	 * @param kind what
-	 * @param target the workload process (or partition, for a replay)
+	 * @param target the workload process (or partition, for a replay, or index in
+	 * {@link #SERVERS}, for a network fault)
 	 * @param duration how long the fault lasts
 	 * @param fraction for a replay, where in the partition it starts (0 = the beginning)
+	 * @param delay for added latency, the delay of each chunk each way
 	 */
-	record Fault(Duration at, Kind kind, int target, Duration duration, double fraction) {
+	record Fault(Duration at, Kind kind, int target, Duration duration, double fraction, Duration delay) {
 
 		@Override
 		public String toString() {
-			return String.format("%6.1fs %s target=%d duration=%.1fs", this.at.toMillis() / 1000.0, this.kind,
-					this.target, this.duration.toMillis() / 1000.0);
+			String fault = String.format("%6.1fs %s target=%s duration=%.1fs", this.at.toMillis() / 1000.0, this.kind,
+					this.kind.isNetworkFault() ? SERVERS.get(this.target) : Integer.toString(this.target),
+					this.duration.toMillis() / 1000.0);
+			return (this.kind == Kind.LATENCY) ? fault + " delay=" + this.delay.toMillis() + "ms" : fault;
 		}
 
 	}
@@ -68,6 +97,18 @@ final class FaultPlan {
 
 	/** Longer than the consumer's session timeout (6 s) and the relay's lease (10 s). */
 	static final Duration PAUSE = Duration.ofSeconds(14);
+
+	/** The servers the workload reaches through a proxy, as a network fault's target. */
+	static final List<String> SERVERS = List.of("postgres", "kafka", "redis");
+
+	/**
+	 * The shortest black hole or half-open connection: longer than every timeout of the
+	 * workload's clients (see {@link Workload}).
+	 */
+	static final Duration BLACK_HOLE_MIN = Duration.ofSeconds(10);
+
+	private static final Kind[] NETWORK_FAULTS = { Kind.LATENCY, Kind.DROP_CONNECTIONS, Kind.BLACK_HOLE,
+			Kind.HALF_OPEN };
 
 	private final List<Fault> faults;
 
@@ -90,10 +131,27 @@ final class FaultPlan {
 				PAUSE.toMillis());
 		for (int i = 0; i < options.replays(); i++) {
 			faults.add(new Fault(Duration.ofMillis(from + (long) (random.nextDouble() * span)), Kind.REPLAY,
-					random.nextInt(PARTITIONS), Duration.ZERO, random.nextDouble() * 0.5));
+					random.nextInt(PARTITIONS), Duration.ZERO, random.nextDouble() * 0.5, Duration.ZERO));
 		}
 		// drawn last, so that a seed keeps the schedule it gave the other faults before
 		add(faults, random, options.pgCrashes(), Kind.PG_CRASH, from, span, 1, 500, 3000);
+		// the kinds in turn, so that a few faults have each; they start by 70% of the
+		// window, while the transfers still flow, so that there is traffic to disturb
+		long networkSpan = Math.max(1, window * 6 / 10);
+		long blackHole = BLACK_HOLE_MIN.toMillis();
+		for (int i = 0; i < options.networkFaults(); i++) {
+			Kind kind = NETWORK_FAULTS[i % NETWORK_FAULTS.length];
+			long at = from + (long) (random.nextDouble() * networkSpan);
+			int server = random.nextInt(SERVERS.size());
+			long duration = switch (kind) {
+				case LATENCY -> 2000 + (long) (random.nextDouble() * 4000);
+				case BLACK_HOLE, HALF_OPEN -> blackHole + (long) (random.nextDouble() * 4000);
+				default -> 0;
+			};
+			long delay = (kind == Kind.LATENCY) ? 50 + (long) (random.nextDouble() * 200) : 0;
+			faults.add(new Fault(Duration.ofMillis(at), kind, server, Duration.ofMillis(duration), 0,
+					Duration.ofMillis(delay)));
+		}
 		faults.sort(Comparator.comparing(Fault::at));
 		this.faults = List.copyOf(faults);
 	}
@@ -103,7 +161,8 @@ final class FaultPlan {
 		for (int i = 0; i < count; i++) {
 			long at = from + (long) (random.nextDouble() * span);
 			long duration = minDuration + (long) (random.nextDouble() * (maxDuration - minDuration));
-			faults.add(new Fault(Duration.ofMillis(at), kind, random.nextInt(targets), Duration.ofMillis(duration), 0));
+			faults.add(new Fault(Duration.ofMillis(at), kind, random.nextInt(targets), Duration.ofMillis(duration), 0,
+					Duration.ZERO));
 		}
 	}
 

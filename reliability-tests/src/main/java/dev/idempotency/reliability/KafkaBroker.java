@@ -18,6 +18,11 @@ import org.apache.kafka.common.Uuid;
 /**
  * A standalone Kafka broker process in KRaft combined mode (broker and controller), on
  * ports picked at start, with its log directory kept across restarts.
+ * <p>
+ * It has a listener of its own for the workload, whose advertised address is given: a
+ * client that bootstraps there is told to reach the broker at that address (the
+ * workload's {@link NetworkProxy}), and reconnects to it after every fault. The driver's
+ * own clients use the plain listener.
  */
 final class KafkaBroker {
 
@@ -27,9 +32,23 @@ final class KafkaBroker {
 
 	private final int controllerPort = Ports.free();
 
+	private final int workloadPort = Ports.free();
+
+	private final int advertisedWorkloadPort;
+
 	private final JavaProcess process;
 
+	/** A broker whose workload listener is advertised on its own port. */
 	KafkaBroker(Path directory) throws IOException {
+		this(directory, 0);
+	}
+
+	/**
+	 * A broker whose workload listener is advertised at {@code advertisedWorkloadPort} of
+	 * the loopback interface (0: its own port).
+	 */
+	KafkaBroker(Path directory, int advertisedWorkloadPort) throws IOException {
+		this.advertisedWorkloadPort = (advertisedWorkloadPort != 0) ? advertisedWorkloadPort : this.workloadPort;
 		this.directory = Files.createDirectories(directory);
 		Path properties = directory.resolve("server.properties");
 		Files.writeString(properties, serverProperties());
@@ -56,10 +75,12 @@ final class KafkaBroker {
 	private String serverProperties() {
 		return String.join("\n", "process.roles=broker,controller", "node.id=1",
 				"controller.quorum.voters=1@127.0.0.1:" + this.controllerPort,
-				"listeners=PLAINTEXT://127.0.0.1:" + this.port + ",CONTROLLER://127.0.0.1:" + this.controllerPort,
-				"advertised.listeners=PLAINTEXT://127.0.0.1:" + this.port, "controller.listener.names=CONTROLLER",
-				"inter.broker.listener.name=PLAINTEXT",
-				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"listeners=PLAINTEXT://127.0.0.1:" + this.port + ",WORKLOAD://127.0.0.1:" + this.workloadPort
+						+ ",CONTROLLER://127.0.0.1:" + this.controllerPort,
+				"advertised.listeners=PLAINTEXT://127.0.0.1:" + this.port + ",WORKLOAD://127.0.0.1:"
+						+ this.advertisedWorkloadPort,
+				"controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+				"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,WORKLOAD:PLAINTEXT,CONTROLLER:PLAINTEXT",
 				"log.dirs=" + this.directory.resolve("data"), "auto.create.topics.enable=false",
 				"offsets.topic.replication.factor=1", "offsets.topic.num.partitions=3",
 				"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
@@ -70,6 +91,11 @@ final class KafkaBroker {
 
 	String bootstrapServers() {
 		return "127.0.0.1:" + this.port;
+	}
+
+	/** The port of the workload's listener, which the broker advertises elsewhere. */
+	int workloadPort() {
+		return this.workloadPort;
 	}
 
 	void start() {

@@ -183,6 +183,10 @@ final class PostgresServer {
 		return "jdbc:postgresql://127.0.0.1:" + this.port + "/postgres";
 	}
 
+	int port() {
+		return this.port;
+	}
+
 	Path log() {
 		return this.log.resolve("postgresql.log");
 	}

@@ -32,6 +32,10 @@ final class RedisProcess {
 		}
 	}
 
+	int port() {
+		return this.port;
+	}
+
 	String url() {
 		return "redis://127.0.0.1:" + this.port;
 	}

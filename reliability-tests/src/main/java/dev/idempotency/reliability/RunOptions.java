@@ -23,6 +23,8 @@ import java.util.Set;
  * @param brokerRestarts Kafka broker stops and restarts
  * @param pauses SIGSTOP/SIGCONT of a workload process past its session timeout and lease
  * @param replays replays of a partition from an old offset
+ * @param networkFaults faults between the workload and a server, through its proxy:
+ * added latency, connections reset, a black hole and a half-open connection, in turn
  * @param window the time over which the transfers are sent and the faults spread
  * @param drainTimeout how long to wait for the workload to drain after the window
  * @param control whether the workload runs the negative control (no {@code @Idempotent})
@@ -30,26 +32,26 @@ import java.util.Set;
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
-		Duration window, Duration drainTimeout, boolean control, Path workDirectory) {
+		int networkFaults, Duration window, Duration drainTimeout, boolean control, Path workDirectory) {
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
-		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, Duration.ofSeconds(60),
+		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, Duration.ofSeconds(60),
 				Duration.ofMinutes(3), false, workDirectory);
 	}
 
 	/**
 	 * The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend
-	 * kills, 3 PostgreSQL crashes.
+	 * kills, 3 PostgreSQL crashes, 50 network faults.
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
-		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, Duration.ofMinutes(15),
+		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, Duration.ofMinutes(15),
 				Duration.ofMinutes(30), false, workDirectory);
 	}
 
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
-		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
+		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
 				Duration.ofMinutes(2), true, workDirectory);
 	}
 
@@ -88,18 +90,20 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				integer(remaining, "redis-restarts", this.redisRestarts), integer(remaining, "db-kills", this.dbKills),
 				integer(remaining, "db-outages", this.dbOutages), integer(remaining, "pg-crashes", this.pgCrashes),
 				integer(remaining, "broker-restarts", this.brokerRestarts), integer(remaining, "pauses", this.pauses),
-				integer(remaining, "replays", this.replays), duration(remaining, "window", this.window),
+				integer(remaining, "replays", this.replays),
+				integer(remaining, "network-faults", this.networkFaults), duration(remaining, "window", this.window),
 				duration(remaining, "drain-timeout", this.drainTimeout),
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
 				this.workDirectory);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
-					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays", "window",
-					"drain-timeout", "control"));
+					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
+					"network-faults", "window", "drain-timeout", "control"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
-		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1) {
+		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1
+				|| options.networkFaults < 0) {
 			throw new IllegalArgumentException("Inconsistent options " + options);
 		}
 		return options;

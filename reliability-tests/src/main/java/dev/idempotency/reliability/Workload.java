@@ -6,7 +6,13 @@ import java.util.List;
 
 /**
  * The workload processes: {@link TransferApplication} JVMs of one consumer group,
- * each with its own relay, started with the addresses of the servers.
+ * each with its own relay, started with the addresses of the servers (the driver's
+ * {@link NetworkProxy proxies} in front of them).
+ * <p>
+ * Their network timeouts are an application's in production, each shorter than a black
+ * hole ({@link FaultPlan#BLACK_HOLE_MIN}): 8 s for a statement's answer
+ * ({@code socketTimeout}, longer than the claim's 5 s lock timeout) and a Kafka request,
+ * 6 s for the consumer's session, 4 s for the relay's sends, 500 ms for Redis.
  */
 final class Workload {
 
@@ -20,10 +26,12 @@ final class Workload {
 					"--spring.datasource.password=postgres", "--spring.datasource.hikari.maximum-pool-size=5",
 					"--spring.datasource.hikari.connection-timeout=1000",
 					"--spring.datasource.hikari.data-source-properties.ApplicationName=" + name,
+					"--spring.datasource.hikari.data-source-properties.socketTimeout=8",
 					"--spring.kafka.bootstrap-servers=" + bootstrapServers,
 					"--spring.kafka.consumer.auto-offset-reset=earliest", "--spring.kafka.consumer.max-poll-records=100",
 					"--spring.kafka.consumer.properties.session.timeout.ms=6000",
 					"--spring.kafka.consumer.properties.heartbeat.interval.ms=1500",
+					"--spring.kafka.properties.request.timeout.ms=8000",
 					"--spring.kafka.listener.concurrency=2", "--spring.data.redis.url=" + redisUrl,
 					"--spring.data.redis.timeout=500ms", "--idempotency.outbox.lease=10s",
 					"--idempotency.outbox.send-timeout=4s", "--idempotency.outbox.poll-interval=200ms",

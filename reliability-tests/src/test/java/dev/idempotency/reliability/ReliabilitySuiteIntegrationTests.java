@@ -29,6 +29,9 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.redisRestarts()).isEqualTo(1);
 		assertThat(verdict.dbKills()).isEqualTo(1);
 		assertThat(verdict.pgCrashes()).isEqualTo(1);
+		// latency, connections reset, a black hole and a half-open connection, each of which
+		// delayed, reset or held back some of the workload's traffic
+		assertThat(verdict.networkFaults()).isEqualTo(4);
 	}
 
 	@Test
@@ -38,6 +41,7 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.appliedTwice()).isPositive().isEqualTo(verdict.duplicatesInjected());
 		assertThat(verdict.lost()).isZero();
 		assertThat(verdict.pgCrashes()).isZero();
+		assertThat(verdict.networkFaults()).isZero();
 	}
 
 }
