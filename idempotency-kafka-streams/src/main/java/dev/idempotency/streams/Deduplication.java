@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.LongSupplier;
 import java.util.regex.Pattern;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -59,9 +60,14 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	 */
 	public static final long DEFAULT_BLOOM_EXPECTED_KEYS = 100_000;
 
-	// a slice of a purge reads this many keys of the store: a few milliseconds of the
-	// stream thread (about 0.3 µs a key)
+	// a slice of a purge reads at most this many keys of the store: a few milliseconds of
+	// the stream thread on a quiet machine (about 0.3 µs a key)
 	static final int DEFAULT_PURGE_SLICE_KEYS = 20_000;
+
+	// and stops once it has held the stream thread this long (wall clock), a tenth of the
+	// interval between slices: a delete costs several reads, a machine under load
+	// stretches both, and a slice that outlasts the interval leaves no time for records
+	static final Duration DEFAULT_PURGE_SLICE_BUDGET = Duration.ofMillis(10);
 
 	private final Settings<K, V> settings;
 
@@ -124,6 +130,10 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		private int purgeSliceKeys = DEFAULT_PURGE_SLICE_KEYS;
 
+		private Duration purgeSliceBudget = DEFAULT_PURGE_SLICE_BUDGET;
+
+		private LongSupplier ticker = System::nanoTime;
+
 		private LateRecordPolicy latePolicy = LateRecordPolicy.FORWARD;
 
 		private StreamsMissingKeyPolicy missingKeyPolicy = StreamsMissingKeyPolicy.FORWARD;
@@ -183,9 +193,9 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		/**
 		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
-		 * store in slices, one every 100 ms, each of at most 20,000 keys read and 2,000
-		 * deleted, so that the stream thread is never held for long; the next starts once
-		 * it is done. A purge does not read the store while no
+		 * store in slices, one every 100 ms, each of which stops after 10 ms or 20,000 keys
+		 * read, whichever comes first, so that the stream thread is never held for long;
+		 * the next purge starts once it is done. A purge does not read the store while no
 		 * stored key can have expired (the processor keeps the oldest timestamp it stored
 		 * or its last purge kept).
 		 * @param purgeInterval the interval, positive
@@ -290,7 +300,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 			Settings<K, V> settings = new Settings<>(this.name, storeName, this.keyExtractor, this.window.toMillis(),
 					this.grace.toMillis(), this.purgeInterval, this.latePolicy, this.missingKeyPolicy,
 					this.meterRegistry, this.bloomPreCheck, (this.bloomPreCheck != null) ? new TaskFilters() : null,
-					this.purgeSliceKeys);
+					this.purgeSliceKeys, this.purgeSliceBudget.toNanos(), this.ticker);
 			return new Deduplication<>(settings, storeBuilder);
 		}
 
@@ -304,6 +314,19 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 				throw new IllegalArgumentException("purgeSliceKeys must be at least 2, was " + keys);
 			}
 			this.purgeSliceKeys = keys;
+			return this;
+		}
+
+		/**
+		 * How long one slice of a purge may hold the stream thread, read on the given
+		 * clock (for tests).
+		 * @param budget the time budget, positive
+		 * @param ticker the clock, in nanoseconds
+		 * @return this builder
+		 */
+		Builder<K, V> purgeSliceBudget(Duration budget, LongSupplier ticker) {
+			this.purgeSliceBudget = positive(budget, "purgeSliceBudget");
+			this.ticker = Objects.requireNonNull(ticker, "ticker must not be null");
 			return this;
 		}
 
@@ -334,7 +357,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	record Settings<K, V>(String name, String storeName, IdempotencyKeyExtractor<K, V> keyExtractor, long windowMs,
 			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, StreamsMissingKeyPolicy missingKeyPolicy,
 			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters,
-			int purgeSliceKeys) {
+			int purgeSliceKeys, long purgeSliceBudgetNanos, LongSupplier ticker) {
 	}
 
 }
