@@ -64,7 +64,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	// the stream thread on a quiet machine (about 0.3 µs a key)
 	static final int DEFAULT_PURGE_SLICE_KEYS = 20_000;
 
-	// and stops once it has held the stream thread this long (wall clock), a tenth of the
+	// and stops once it has held the stream thread this long (wall clock), a fifth of the
 	// interval between slices: a delete costs several reads, a machine under load
 	// stretches both, and a slice that outlasts the interval leaves no time for records
 	static final Duration DEFAULT_PURGE_SLICE_BUDGET = Duration.ofMillis(10);
@@ -193,7 +193,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		/**
 		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
-		 * store in slices, one every 100 ms, each of which stops after 10 ms or 20,000 keys
+		 * store in slices, one every 50 ms, each of which stops after 10 ms or 20,000 keys
 		 * read, whichever comes first, so that the stream thread is never held for long;
 		 * the next purge starts once it is done. A purge does not read the store while no
 		 * stored key can have expired (the processor keeps the oldest timestamp it stored

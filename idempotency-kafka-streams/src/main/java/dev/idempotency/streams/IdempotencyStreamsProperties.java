@@ -19,7 +19,7 @@ import org.springframework.util.unit.DataSize;
  * exactly; keys are kept for the window plus this grace period, and an older record is
  * late. At most the window.
  * @param purgeInterval How often (wall-clock time) a purge of expired keys starts; it
- * reads the store in slices (one every 100 ms, each of at most 10 ms), and the next
+ * reads the store in slices (one every 50 ms, each of at most 10 ms), and the next
  * starts once it is done. A purge does not read the store while no stored key can have
  * expired.
  * @param latePolicy What to do with a late record whose key is not in the store: forward
