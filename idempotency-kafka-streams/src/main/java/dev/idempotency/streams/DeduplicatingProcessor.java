@@ -263,12 +263,11 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	/**
 	 * Return whether a purge has something to do: a key may have expired, or the task's
-	 * Bloom filter is still to be built, or holds more keys than it was sized for (the
-	 * next one is sized for twice as many).
+	 * Bloom filter is still to be built. (A filter that fills up grows a layer without a
+	 * scan; a purge that deletes keys rebuilds it without them, in one layer.)
 	 */
 	private boolean purgeNeeded() {
-		return cutoff() > this.oldestStored
-				|| (this.filter != null && (this.filter.current == null || this.filter.current.full()));
+		return cutoff() > this.oldestStored || (this.filter != null && this.filter.current == null);
 	}
 
 	/**
@@ -326,7 +325,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		// before the first record nothing has expired (the cutoff is the minimum), but
 		// the purge still reads the store: for the filter, and for the oldest key kept
 		long cutoff = cutoff();
-		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
+		TaskFilters.Shared next = this.buildingFilter ? Objects.requireNonNull(this.filter) : null;
 		List<KeyValue<String, @Nullable Long>> expired = new ArrayList<>();
 		String resumeAfter = this.purgeFrom;
 		String from = resumeAfter;
@@ -350,7 +349,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 				else {
 					this.oldestKept = Math.min(this.oldestKept, entry.value);
 					if (next != null) {
-						next.put(entry.key);
+						next.putNext(entry.key);
 					}
 				}
 				from = entry.key;
@@ -418,7 +417,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					else {
 						oldest = Math.min(oldest, entry.value);
 						if (rebuilt != null) {
-							rebuilt.put(entry.key);
+							rebuilt = withKey(rebuilt, entry.key);
 						}
 					}
 					from = entry.key;
@@ -435,7 +434,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		while (from != null);
 		this.oldestStored = oldest;
 		if (shared != null && rebuilt != null
-				&& (deleted > 0 || shared.current == null || shared.current.full())) {
+				&& (deleted > 0 || shared.current == null || shared.current.layers() > 1)) {
 			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
@@ -446,9 +445,20 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private SeenKeysFilter rebuildFilter() {
 		SeenKeysFilter rebuilt = newFilter();
 		try (KeyValueIterator<String, Long> keys = store().all()) {
-			keys.forEachRemaining((entry) -> rebuilt.put(entry.key));
+			while (keys.hasNext()) {
+				rebuilt = withKey(rebuilt, keys.next().key);
+			}
 		}
 		return rebuilt;
+	}
+
+	/**
+	 * Add the key to the filter, and return the filter to add the next keys to: the same,
+	 * or one grown from it once it is full.
+	 */
+	private static SeenKeysFilter withKey(SeenKeysFilter filter, String key) {
+		filter.put(key);
+		return filter.full() ? filter.grown() : filter;
 	}
 
 	/**
