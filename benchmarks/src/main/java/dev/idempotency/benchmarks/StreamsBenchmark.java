@@ -123,6 +123,10 @@ public final class StreamsBenchmark {
 				: StateSize.NONE;
 		System.err.println("THREADS scenario=" + scenario.name() + " "
 				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
+		StallSampler stalls = clock.stalls;
+		if (stalls != null) {
+			stalls.stop(3).forEach((stall) -> System.err.println("STALL scenario=" + scenario.name() + " " + stall));
+		}
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
 		System.out.println(String.format(
@@ -207,6 +211,8 @@ public final class StreamsBenchmark {
 
 		private volatile Map<String, Long> lastThreads = Map.of();
 
+		private volatile StallSampler stalls;
+
 		Timing(long measured) {
 			this.measured = measured;
 		}
@@ -229,6 +235,9 @@ public final class StreamsBenchmark {
 
 		private long previous;
 
+		// when the last record of the measured half was seen, for the stall sampler
+		private volatile long lastMeasured;
+
 		Clock(Timing timing) {
 			this.timing = timing;
 		}
@@ -236,6 +245,12 @@ public final class StreamsBenchmark {
 		@Override
 		public void init(FixedKeyProcessorContext<String, String> context) {
 			this.context = context;
+			// -Dbench.stalls=true: what the stream thread does while it passes no record on
+			if (Boolean.getBoolean("bench.stalls")) {
+				// until the last record: closing the application is no stall
+				this.timing.stalls = StallSampler.start(Thread.currentThread(),
+						() -> (this.timing.finished.getCount() == 0) ? 0 : this.lastMeasured);
+			}
 		}
 
 		@Override
@@ -246,6 +261,9 @@ public final class StreamsBenchmark {
 				this.timing.maxGapNanos = now - this.previous;
 			}
 			this.previous = now;
+			if (this.timing.stalls != null && this.seen > this.timing.measured) {
+				this.lastMeasured = now;
+			}
 			if (this.seen == 1) {
 				this.timing.first = now;
 			}
