@@ -14,7 +14,8 @@
 # RESULT line gives the longest stall between two records of the measured half (maxGapMs) and
 # the size of the store once closed (RocksDB files, changelog on the broker). With
 # BENCH_JAVA_OPTS=-Dbench.stalls=true, scenarios.log also gets the three longest stalls of each
-# scenario: how long, the stream thread's CPU meanwhile, and its most sampled frames (STALL lines).
+# scenario and the one in which the stream thread worked most: how long, the stream thread's CPU
+# meanwhile, and its most sampled frames (STALL lines).
 # As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker
 # (the same infrastructure process as run.sh) pinned to CPU 1. The load average before each
 # scenario goes to load.txt.

@@ -13,10 +13,12 @@ import java.util.stream.Collectors;
 /**
  * Looks at the stream thread every 10 ms while it has not passed a record on for more than
  * 100 ms (a stall), and keeps, for each stall, how long it lasted, how much CPU the stream
- * thread used meanwhile (little: it waited, for a lock, for I/O or for the CPU, which the
- * JVM shares with the other processes of the machine; about all of it: its own work) and
- * what it was doing (its top frames, counted over the samples). The longest stalls are
- * printed as {@code STALL} lines once the scenario is done.
+ * thread used meanwhile (from the sample before the stall, so up to 10 ms more; little:
+ * it waited, for the broker, for I/O or for the CPU, which the JVM shares with the other
+ * processes of the machine; about all of it: its own work) and what it was doing (its
+ * top frames, counted over the samples). The longest stalls, and the one in which the
+ * stream thread used the most CPU, are printed as {@code STALL} lines once the scenario
+ * is done.
  */
 final class StallSampler {
 
@@ -57,6 +59,9 @@ final class StallSampler {
 
 	private void run() {
 		Stall current = null;
+		// the stream thread's CPU time at the sample before, taken while it still passed
+		// records on: a stall's CPU counts from there (up to one period too early)
+		long cpuBefore = THREADS.getThreadCpuTime(this.stream.getId());
 		while (this.running) {
 			try {
 				Thread.sleep(PERIOD_MILLIS);
@@ -66,13 +71,14 @@ final class StallSampler {
 			}
 			long last = this.lastRecordNanos.getAsLong();
 			long now = System.nanoTime();
+			long cpu = THREADS.getThreadCpuTime(this.stream.getId());
 			if (last == 0 || now - last < STALL_NANOS) {
 				current = null;
+				cpuBefore = cpu;
 				continue;
 			}
-			long cpu = THREADS.getThreadCpuTime(this.stream.getId());
 			if (current == null || current.since != last) {
-				current = new Stall(last, now, cpu);
+				current = new Stall(last, cpuBefore);
 				synchronized (this.stalls) {
 					this.stalls.add(current);
 				}
@@ -82,16 +88,21 @@ final class StallSampler {
 	}
 
 	/**
-	 * Stop sampling and describe the longest stalls, one line each.
+	 * Stop sampling and describe the longest stalls, one line each, then the stall in
+	 * which the stream thread used the most CPU (its own work, not a wait).
 	 */
 	List<String> stop(int longest) {
 		this.running = false;
 		synchronized (this.stalls) {
-			return this.stalls.stream()
+			List<String> lines = new ArrayList<>(this.stalls.stream()
 				.sorted(Comparator.comparingLong(Stall::nanos).reversed())
 				.limit(longest)
 				.map(Stall::toString)
-				.toList();
+				.toList());
+			this.stalls.stream()
+				.max(Comparator.comparingLong(Stall::cpuNanos))
+				.ifPresent((busiest) -> lines.add("busiest: " + busiest));
+			return lines;
 		}
 	}
 
@@ -99,9 +110,7 @@ final class StallSampler {
 
 		private final long since;
 
-		private final long firstSample;
-
-		private final long cpuAtFirstSample;
+		private final long cpuAtStart;
 
 		private volatile long lastSample;
 
@@ -111,10 +120,9 @@ final class StallSampler {
 
 		private final Map<String, Integer> stacks = new HashMap<>();
 
-		Stall(long since, long now, long cpu) {
+		Stall(long since, long cpu) {
 			this.since = since;
-			this.firstSample = now;
-			this.cpuAtFirstSample = cpu;
+			this.cpuAtStart = cpu;
 		}
 
 		synchronized void sample(long now, long cpu, Thread.State state, StackTraceElement[] stack) {
@@ -136,6 +144,10 @@ final class StallSampler {
 			return this.lastSample - this.since;
 		}
 
+		long cpuNanos() {
+			return this.cpuAtLastSample - this.cpuAtStart;
+		}
+
 		@Override
 		public synchronized String toString() {
 			String top = this.stacks.entrySet()
@@ -144,9 +156,8 @@ final class StallSampler {
 				.limit(3)
 				.map((entry) -> entry.getValue() + "x " + entry.getKey())
 				.collect(Collectors.joining(" | "));
-			return String.format("at least %.0f ms; stream-thread CPU %.0f ms of the last %.0f ms; states %s; %s",
-					nanos() / 1e6, (this.cpuAtLastSample - this.cpuAtFirstSample) / 1e6,
-					(this.lastSample - this.firstSample) / 1e6, this.states, top);
+			return String.format("at least %.0f ms; stream-thread CPU meanwhile %.0f ms; states %s; %s",
+					nanos() / 1e6, cpuNanos() / 1e6, this.states, top);
 		}
 
 	}
