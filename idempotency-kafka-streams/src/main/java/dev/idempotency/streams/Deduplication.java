@@ -55,8 +55,8 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	/**
 	 * Default number of keys the Bloom pre-check's first filter of a task is sized for
-	 * (about 180 KB at a 1 % false-positive rate); a filter that holds more is replaced
-	 * by one twice as large in the next purge.
+	 * (about 180 KB at a 1 % false-positive rate); a filter that holds more grows a layer
+	 * for twice as many again.
 	 */
 	public static final long DEFAULT_BLOOM_EXPECTED_KEYS = 100_000;
 
@@ -252,11 +252,13 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 * (by default, for {@value #DEFAULT_BLOOM_EXPECTED_KEYS} keys at 1 %), so that a key
 		 * the filter has never seen is known new without a store lookup. The filter is
 		 * per task (partition), about 1.5 bytes per expected key at a 1 % false-positive
-		 * rate; once it holds more keys than expected, the next purge replaces it with one
-		 * for twice as many as it holds. It is built from the store by the purge's slices, when the task starts
-		 * (until then every key is looked up in the store) and again in every purge, so
-		 * that it forgets the purged keys; while a purge builds the next filter, both are
-		 * held.
+		 * rate; once it holds more keys than expected, it grows at once, without a scan of
+		 * the store: a layer for twice as many keys again, at half the false-positive rate,
+		 * in front of the full one (every "maybe" of a layer costs a store lookup, so the
+		 * layers together stay under twice the rate). It is built from the store by the
+		 * purge's slices when the task starts (until then every key is looked up in the
+		 * store) and again in every purge that reads the store, in one layer, so that it
+		 * forgets the purged keys; while a purge builds the next filter, both are held.
 		 * @param expectedKeys number of keys one task is expected to hold
 		 * @param falsePositiveRate wanted rate of false "maybe seen" answers, which cost a
 		 * store lookup (never a wrong decision)

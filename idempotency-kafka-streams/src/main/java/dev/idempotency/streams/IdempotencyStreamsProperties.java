@@ -63,8 +63,8 @@ public record IdempotencyStreamsProperties(@DefaultValue("true") boolean enabled
 	 * @param enabled Whether to check an in-memory Bloom filter before the store.
 	 * @param expectedKeys Number of keys one task (input partition) is expected to hold
 	 * within the window plus grace period. Sizes the first filter of each task: about 1.5
-	 * bytes per key at a 1% false-positive rate; a filter that holds more keys is replaced
-	 * by one twice as large in the next purge.
+	 * bytes per key at a 1% false-positive rate; a filter that holds more keys grows a
+	 * layer for twice as many again, without a scan of the store.
 	 * @param falsePositiveRate Wanted rate of false "maybe seen" answers; each costs a
 	 * store lookup, never a wrong decision.
 	 */
