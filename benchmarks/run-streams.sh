@@ -12,7 +12,10 @@
 # spread over 5/3 of the window, so that keys expire in the measured half: the purge deletes
 # them, the window store drops a segment). Each scenario reads 2 x N records: N of warm-up, N measured; each
 # RESULT line gives the longest stall between two records of the measured half (maxGapMs) and
-# the size of the store once closed (RocksDB files, changelog on the broker).
+# the size of the store once closed (RocksDB files, changelog on the broker). With
+# BENCH_JAVA_OPTS=-Dbench.stalls=true, scenarios.log also gets the three longest stalls of each
+# scenario and the one in which the stream thread worked most: how long, the stream thread's CPU
+# meanwhile, and its most sampled frames (STALL lines).
 # As in run.sh: scenarios interleaved, each in a fresh JVM pinned to CPU 0; the broker
 # (the same infrastructure process as run.sh) pinned to CPU 1. The load average before each
 # scenario goes to load.txt.

@@ -75,10 +75,12 @@ public final class StreamsBenchmark {
 		}
 		else if (scenario.deduplicate) {
 			// the purge on, every 5 s (the default is a minute, longer than a scenario):
-			// each purge reads the whole store, in slices (no key expires within the hour)
+			// each purge reads the whole store, in slices (no key expires within the hour);
+			// -Dbench.purgeIntervalMs sets another interval, for the _EXPIRE scenarios,
+			// whose measured half may otherwise end before a purge has found expired keys
 			Deduplication.Builder<String, String> deduplication = Deduplication.<String, String>builder("bench")
 				.window(WINDOW)
-				.purgeInterval(Duration.ofSeconds(5));
+				.purgeInterval(Duration.ofMillis(Long.getLong("bench.purgeIntervalMs", 5000)));
 			if (scenario.bloomPreCheck) {
 				deduplication.bloomPreCheck(4L * measured, 0.01);
 			}
@@ -123,6 +125,10 @@ public final class StreamsBenchmark {
 				: StateSize.NONE;
 		System.err.println("THREADS scenario=" + scenario.name() + " "
 				+ ThreadCpu.perRecord(clock.halfThreads, clock.lastThreads, measured - 1));
+		StallSampler stalls = clock.stalls;
+		if (stalls != null) {
+			stalls.stop(3).forEach((stall) -> System.err.println("STALL scenario=" + scenario.name() + " " + stall));
+		}
 		// CPU time of the stream thread over the measured half: what the processor costs,
 		// independent of how long other processes on the machine held the CPU
 		System.out.println(String.format(
@@ -207,6 +213,8 @@ public final class StreamsBenchmark {
 
 		private volatile Map<String, Long> lastThreads = Map.of();
 
+		private volatile StallSampler stalls;
+
 		Timing(long measured) {
 			this.measured = measured;
 		}
@@ -229,6 +237,9 @@ public final class StreamsBenchmark {
 
 		private long previous;
 
+		// when the last record of the measured half was seen, for the stall sampler
+		private volatile long lastMeasured;
+
 		Clock(Timing timing) {
 			this.timing = timing;
 		}
@@ -236,6 +247,12 @@ public final class StreamsBenchmark {
 		@Override
 		public void init(FixedKeyProcessorContext<String, String> context) {
 			this.context = context;
+			// -Dbench.stalls=true: what the stream thread does while it passes no record on
+			if (Boolean.getBoolean("bench.stalls")) {
+				// until the last record: closing the application is no stall
+				this.timing.stalls = StallSampler.start(Thread.currentThread(),
+						() -> (this.timing.finished.getCount() == 0) ? 0 : this.lastMeasured);
+			}
 		}
 
 		@Override
@@ -246,6 +263,9 @@ public final class StreamsBenchmark {
 				this.timing.maxGapNanos = now - this.previous;
 			}
 			this.previous = now;
+			if (this.timing.stalls != null && this.seen > this.timing.measured) {
+				this.lastMeasured = now;
+			}
 			if (this.seen == 1) {
 				this.timing.first = now;
 			}

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -29,8 +30,12 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	private static final int PURGE_BATCH = 10_000;
 
-	// how often the slices of a purge under way run (wall clock)
-	static final Duration PURGE_SLICE_INTERVAL = Duration.ofMillis(100);
+	// a slice of a purge deletes the expired keys it has read in batches of this many
+	private static final int DELETE_BATCH = 128;
+
+	// how often the slices of a purge under way run (wall clock): with slices of at most
+	// 10 ms, a purge under way takes at most a fifth of the stream thread
+	static final Duration PURGE_SLICE_INTERVAL = Duration.ofMillis(50);
 
 	private final Deduplication.Settings<K, V> settings;
 
@@ -258,18 +263,18 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	/**
 	 * Return whether a purge has something to do: a key may have expired, or the task's
-	 * Bloom filter is still to be built, or holds more keys than it was sized for (the
-	 * next one is sized for twice as many).
+	 * Bloom filter is still to be built. (A filter that fills up grows a layer without a
+	 * scan; a purge that deletes keys rebuilds it without them, in one layer.)
 	 */
 	private boolean purgeNeeded() {
-		return cutoff() > this.oldestStored
-				|| (this.filter != null && (this.filter.current == null || this.filter.current.full()));
+		return cutoff() > this.oldestStored || (this.filter != null && this.filter.current == null);
 	}
 
 	/**
 	 * Start a purge, unless one is under way: its slices, one every
-	 * {@link #PURGE_SLICE_INTERVAL}, each read a bounded number of keys, so that the stream
-	 * thread never stops for a scan of the whole store (about 0.3 µs a key). With the Bloom
+	 * {@link #PURGE_SLICE_INTERVAL}, each stop after a time budget or a number of keys,
+	 * so that the stream thread never stops for a scan of the whole store (about 0.3 µs a
+	 * key) nor for the deletes of many expired keys. With the Bloom
 	 * pre-check, the same slices build the task's next filter, without the expired keys (a
 	 * Bloom filter cannot forget), unless another processor of the task builds it.
 	 */
@@ -305,43 +310,55 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 
 	/**
 	 * Read the next slice of the purge under way and delete its keys that fell out of the
-	 * window plus the grace period of stream time.
+	 * window plus the grace period of stream time. A slice stops once it has held the
+	 * stream thread for its time budget, or has read its number of keys, whichever comes
+	 * first: what a key costs varies (a delete costs several reads, and a machine under
+	 * load stretches both), and a slice that outlasts the interval between slices would
+	 * leave the stream thread hardly any time for records.
 	 */
 	private void purgeSlice() {
 		if (!this.purging) {
 			return;
 		}
+		LongSupplier ticker = this.settings.ticker();
+		long deadline = ticker.getAsLong() + this.settings.purgeSliceBudgetNanos();
 		// before the first record nothing has expired (the cutoff is the minimum), but
 		// the purge still reads the store: for the filter, and for the oldest key kept
 		long cutoff = cutoff();
-		SeenKeysFilter next = this.buildingFilter ? Objects.requireNonNull(this.filter).next : null;
-		// a delete costs about ten times a read (a lookup, the delete, a changelog
-		// tombstone): a slice stops after a tenth of its keys' worth of deletes
-		int sliceDeletes = Math.max(2, this.settings.purgeSliceKeys() / 10);
-		List<String> expired = new ArrayList<>();
-		String from = this.purgeFrom;
+		TaskFilters.Shared next = this.buildingFilter ? Objects.requireNonNull(this.filter) : null;
+		List<KeyValue<String, @Nullable Long>> expired = new ArrayList<>();
+		String resumeAfter = this.purgeFrom;
+		String from = resumeAfter;
 		int read = 0;
+		int deleted = 0;
 		boolean done;
-		// from the key the slice before ended on (read again: the range includes it)
+		// from the key the slice before ended on (the range includes it: skipped)
 		try (KeyValueIterator<String, Long> keys = (from != null) ? store().range(from, null) : store().all()) {
-			while (keys.hasNext() && read < this.settings.purgeSliceKeys() && expired.size() < sliceDeletes) {
+			while (keys.hasNext() && read < this.settings.purgeSliceKeys()) {
 				KeyValue<String, Long> entry = keys.next();
+				if (entry.key.equals(resumeAfter)) {
+					continue;
+				}
 				read++;
 				if (entry.value < cutoff) {
-					expired.add(entry.key);
+					expired.add(KeyValue.pair(entry.key, null));
+					if (expired.size() == DELETE_BATCH) {
+						deleted += delete(expired);
+					}
 				}
 				else {
 					this.oldestKept = Math.min(this.oldestKept, entry.value);
 					if (next != null) {
-						next.put(entry.key);
+						next.putNext(entry.key);
 					}
 				}
 				from = entry.key;
+				if (ticker.getAsLong() - deadline >= 0) {
+					break;
+				}
 			}
+			deleted += delete(expired);
 			done = !keys.hasNext();
-		}
-		for (String key : expired) {
-			store().delete(key);
 		}
 		this.purgeFrom = from;
 		if (done) {
@@ -352,10 +369,25 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 			}
 			stopSlices();
 		}
-		if (!expired.isEmpty() && logger.isDebugEnabled()) {
-			logger.debug("Purged " + expired.size() + " keys older than " + cutoff + " from "
-					+ this.settings.storeName() + (done ? "" : ", more to read"));
+		if (deleted > 0 && logger.isDebugEnabled()) {
+			logger.debug("Purged " + deleted + " keys older than " + cutoff + " from " + this.settings.storeName()
+					+ (done ? "" : ", more to read"));
 		}
+	}
+
+	/**
+	 * Delete the keys (each paired with {@code null}) from the store, in one write to
+	 * RocksDB; the changelog gets a tombstone for each. A {@code null} value deletes
+	 * without the lookup of the old value that {@code delete(key)} makes first.
+	 * @return how many keys were deleted
+	 */
+	private int delete(List<KeyValue<String, @Nullable Long>> expired) {
+		int count = expired.size();
+		if (count > 0) {
+			store().putAll(expired);
+			expired.clear();
+		}
+		return count;
 	}
 
 	/**
@@ -385,7 +417,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 					else {
 						oldest = Math.min(oldest, entry.value);
 						if (rebuilt != null) {
-							rebuilt.put(entry.key);
+							rebuilt = withKey(rebuilt, entry.key);
 						}
 					}
 					from = entry.key;
@@ -402,7 +434,7 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 		while (from != null);
 		this.oldestStored = oldest;
 		if (shared != null && rebuilt != null
-				&& (deleted > 0 || shared.current == null || shared.current.full())) {
+				&& (deleted > 0 || shared.current == null || shared.current.layers() > 1)) {
 			shared.current = rebuilt;
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
@@ -413,9 +445,20 @@ final class DeduplicatingProcessor<K, V> implements FixedKeyProcessor<K, V, V> {
 	private SeenKeysFilter rebuildFilter() {
 		SeenKeysFilter rebuilt = newFilter();
 		try (KeyValueIterator<String, Long> keys = store().all()) {
-			keys.forEachRemaining((entry) -> rebuilt.put(entry.key));
+			while (keys.hasNext()) {
+				rebuilt = withKey(rebuilt, keys.next().key);
+			}
 		}
 		return rebuilt;
+	}
+
+	/**
+	 * Add the key to the filter, and return the filter to add the next keys to: the same,
+	 * or one grown from it once it is full.
+	 */
+	private static SeenKeysFilter withKey(SeenKeysFilter filter, String key) {
+		filter.put(key);
+		return filter.full() ? filter.grown() : filter;
 	}
 
 	/**

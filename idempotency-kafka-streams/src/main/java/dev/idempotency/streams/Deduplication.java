@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.LongSupplier;
 import java.util.regex.Pattern;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -54,14 +55,19 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 	/**
 	 * Default number of keys the Bloom pre-check's first filter of a task is sized for
-	 * (about 180 KB at a 1 % false-positive rate); a filter that holds more is replaced
-	 * by one twice as large in the next purge.
+	 * (about 180 KB at a 1 % false-positive rate); a filter that holds more grows a layer
+	 * for twice as many again.
 	 */
 	public static final long DEFAULT_BLOOM_EXPECTED_KEYS = 100_000;
 
-	// a slice of a purge reads this many keys of the store: a few milliseconds of the
-	// stream thread (about 0.3 µs a key)
+	// a slice of a purge reads at most this many keys of the store: a few milliseconds of
+	// the stream thread on a quiet machine (about 0.3 µs a key)
 	static final int DEFAULT_PURGE_SLICE_KEYS = 20_000;
+
+	// and stops once it has held the stream thread this long (wall clock), a fifth of the
+	// interval between slices: a delete costs several reads, a machine under load
+	// stretches both, and a slice that outlasts the interval leaves no time for records
+	static final Duration DEFAULT_PURGE_SLICE_BUDGET = Duration.ofMillis(10);
 
 	private final Settings<K, V> settings;
 
@@ -124,6 +130,10 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		private int purgeSliceKeys = DEFAULT_PURGE_SLICE_KEYS;
 
+		private Duration purgeSliceBudget = DEFAULT_PURGE_SLICE_BUDGET;
+
+		private LongSupplier ticker = System::nanoTime;
+
 		private LateRecordPolicy latePolicy = LateRecordPolicy.FORWARD;
 
 		private StreamsMissingKeyPolicy missingKeyPolicy = StreamsMissingKeyPolicy.FORWARD;
@@ -183,9 +193,9 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 
 		/**
 		 * Set how often (wall-clock time) a purge of expired keys starts. A purge reads the
-		 * store in slices, one every 100 ms, each of at most 20,000 keys read and 2,000
-		 * deleted, so that the stream thread is never held for long; the next starts once
-		 * it is done. A purge does not read the store while no
+		 * store in slices, one every 50 ms, each of which stops after 10 ms or 20,000 keys
+		 * read, whichever comes first, so that the stream thread is never held for long;
+		 * the next purge starts once it is done. A purge does not read the store while no
 		 * stored key can have expired (the processor keeps the oldest timestamp it stored
 		 * or its last purge kept).
 		 * @param purgeInterval the interval, positive
@@ -242,11 +252,13 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 		 * (by default, for {@value #DEFAULT_BLOOM_EXPECTED_KEYS} keys at 1 %), so that a key
 		 * the filter has never seen is known new without a store lookup. The filter is
 		 * per task (partition), about 1.5 bytes per expected key at a 1 % false-positive
-		 * rate; once it holds more keys than expected, the next purge replaces it with one
-		 * for twice as many as it holds. It is built from the store by the purge's slices, when the task starts
-		 * (until then every key is looked up in the store) and again in every purge, so
-		 * that it forgets the purged keys; while a purge builds the next filter, both are
-		 * held.
+		 * rate; once it holds more keys than expected, it grows at once, without a scan of
+		 * the store: a layer for twice as many keys again, at half the false-positive rate,
+		 * in front of the full one (every "maybe" of a layer costs a store lookup, so the
+		 * layers together stay under twice the rate). It is built from the store by the
+		 * purge's slices when the task starts (until then every key is looked up in the
+		 * store) and again in every purge that reads the store, in one layer, so that it
+		 * forgets the purged keys; while a purge builds the next filter, both are held.
 		 * @param expectedKeys number of keys one task is expected to hold
 		 * @param falsePositiveRate wanted rate of false "maybe seen" answers, which cost a
 		 * store lookup (never a wrong decision)
@@ -290,7 +302,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 			Settings<K, V> settings = new Settings<>(this.name, storeName, this.keyExtractor, this.window.toMillis(),
 					this.grace.toMillis(), this.purgeInterval, this.latePolicy, this.missingKeyPolicy,
 					this.meterRegistry, this.bloomPreCheck, (this.bloomPreCheck != null) ? new TaskFilters() : null,
-					this.purgeSliceKeys);
+					this.purgeSliceKeys, this.purgeSliceBudget.toNanos(), this.ticker);
 			return new Deduplication<>(settings, storeBuilder);
 		}
 
@@ -304,6 +316,19 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 				throw new IllegalArgumentException("purgeSliceKeys must be at least 2, was " + keys);
 			}
 			this.purgeSliceKeys = keys;
+			return this;
+		}
+
+		/**
+		 * How long one slice of a purge may hold the stream thread, read on the given
+		 * clock (for tests).
+		 * @param budget the time budget, positive
+		 * @param ticker the clock, in nanoseconds
+		 * @return this builder
+		 */
+		Builder<K, V> purgeSliceBudget(Duration budget, LongSupplier ticker) {
+			this.purgeSliceBudget = positive(budget, "purgeSliceBudget");
+			this.ticker = Objects.requireNonNull(ticker, "ticker must not be null");
 			return this;
 		}
 
@@ -334,7 +359,7 @@ public final class Deduplication<K, V> implements FixedKeyProcessorSupplier<K, V
 	record Settings<K, V>(String name, String storeName, IdempotencyKeyExtractor<K, V> keyExtractor, long windowMs,
 			long graceMs, Duration purgeInterval, LateRecordPolicy latePolicy, StreamsMissingKeyPolicy missingKeyPolicy,
 			MeterRegistry meterRegistry, @Nullable BloomPreCheck bloomPreCheck, @Nullable TaskFilters taskFilters,
-			int purgeSliceKeys) {
+			int purgeSliceKeys, long purgeSliceBudgetNanos, LongSupplier ticker) {
 	}
 
 }

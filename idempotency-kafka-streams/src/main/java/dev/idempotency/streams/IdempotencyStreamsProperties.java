@@ -19,8 +19,9 @@ import org.springframework.util.unit.DataSize;
  * exactly; keys are kept for the window plus this grace period, and an older record is
  * late. At most the window.
  * @param purgeInterval How often (wall-clock time) a purge of expired keys starts; it
- * reads the store in slices (one every 100 ms), and the next starts once it is done. A
- * purge does not read the store while no stored key can have expired.
+ * reads the store in slices (one every 50 ms, each of at most 10 ms), and the next
+ * starts once it is done. A purge does not read the store while no stored key can have
+ * expired.
  * @param latePolicy What to do with a late record whose key is not in the store: forward
  * it (it may be a duplicate) or drop it (it may be new). Counted either way.
  * @param missingKey What to do with a record without an idempotency key: forward it
@@ -62,8 +63,8 @@ public record IdempotencyStreamsProperties(@DefaultValue("true") boolean enabled
 	 * @param enabled Whether to check an in-memory Bloom filter before the store.
 	 * @param expectedKeys Number of keys one task (input partition) is expected to hold
 	 * within the window plus grace period. Sizes the first filter of each task: about 1.5
-	 * bytes per key at a 1% false-positive rate; a filter that holds more keys is replaced
-	 * by one twice as large in the next purge.
+	 * bytes per key at a 1% false-positive rate; a filter that holds more keys grows a
+	 * layer for twice as many again, without a scan of the store.
 	 * @param falsePositiveRate Wanted rate of false "maybe seen" answers; each costs a
 	 * store lookup, never a wrong decision.
 	 */

@@ -1,5 +1,7 @@
 package dev.idempotency.streams;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * An in-memory Bloom filter of the keys a task has stored: "no" is certain, "maybe" needs
  * a store lookup. It is blocked: all the bits of a key lie in one block of 512 bits (one
@@ -10,6 +12,12 @@ package dev.idempotency.streams;
  * fall unevenly on the blocks: it is sized by its own rate, the rate of a block holding
  * j keys weighted by the Poisson chance that a block holds j keys, so that a full filter
  * answers "maybe" for an absent key at most at the rate it was sized for.
+ * <p>
+ * A full filter grows without the keys it holds ({@link #grown()}): a new layer, for twice
+ * as many keys again at half the rate, in front of the full one, so that the layers
+ * together stay under twice the rate the first was sized for, and no scan of the store
+ * is needed to grow; a purge that rebuilds the filter from the store makes one layer of
+ * them again.
  * <p>
  * Not thread-safe: one filter belongs to one task.
  */
@@ -37,11 +45,22 @@ final class SeenKeysFilter {
 
 	private final long expectedKeys;
 
+	private final double falsePositiveRate;
+
+	// the full filter this one grew from, which holds the keys put before this one
+	private final @Nullable SeenKeysFilter older;
+
 	// keys put that the filter certainly did not hold: at most the distinct keys put
 	private long keys;
 
 	SeenKeysFilter(long expectedKeys, double falsePositiveRate) {
+		this(expectedKeys, falsePositiveRate, null);
+	}
+
+	private SeenKeysFilter(long expectedKeys, double falsePositiveRate, @Nullable SeenKeysFilter older) {
 		this.expectedKeys = expectedKeys;
+		this.falsePositiveRate = falsePositiveRate;
+		this.older = older;
 		// k of a classic Bloom filter: m/n = -ln(p) / ln(2)^2, k = m/n * ln(2)
 		double bitsPerKeyOptimal = -Math.log(falsePositiveRate) / (Math.log(2) * Math.log(2));
 		this.bitsSetPerKey = (int) Math.max(1, Math.min(16, Math.round(bitsPerKeyOptimal * Math.log(2))));
@@ -84,7 +103,10 @@ final class SeenKeysFilter {
 	}
 
 	boolean mightContain(String key) {
-		long hash = hash(key);
+		return mightContain(hash(key));
+	}
+
+	private boolean mightContain(long hash) {
 		int block = block(hash);
 		long bits = hash;
 		for (int i = 0; i < this.bitsSetPerKey; i++) {
@@ -93,7 +115,7 @@ final class SeenKeysFilter {
 			}
 			int bit = (int) bits & (BLOCK_BITS - 1);
 			if ((this.words[block + (bit >>> 6)] & (1L << bit)) == 0) {
-				return false;
+				return this.older != null && this.older.mightContain(hash);
 			}
 			bits >>>= 9;
 		}
@@ -107,6 +129,10 @@ final class SeenKeysFilter {
 	 */
 	boolean put(String key) {
 		long hash = hash(key);
+		// a key an older layer might hold stays a "maybe" there: this layer need not hold it
+		if (this.older != null && this.older.mightContain(hash)) {
+			return true;
+		}
 		int block = block(hash);
 		long bits = hash;
 		boolean held = true;
@@ -128,16 +154,31 @@ final class SeenKeysFilter {
 	}
 
 	/**
+	 * Return a filter that holds this one's keys and has room for twice as many again: a
+	 * new layer in front of this one, at half its false-positive rate.
+	 */
+	SeenKeysFilter grown() {
+		return new SeenKeysFilter(Math.max(1, 2 * keys()), this.falsePositiveRate / 2, this);
+	}
+
+	/**
+	 * Return how many layers the filter has: one, and one more each time it grew.
+	 */
+	int layers() {
+		return (this.older != null) ? 1 + this.older.layers() : 1;
+	}
+
+	/**
 	 * Return how many of the keys put the filter certainly did not hold: the distinct keys
 	 * put, less the few the filter took for held ones.
 	 */
 	long keys() {
-		return this.keys;
+		return (this.older != null) ? this.keys + this.older.keys() : this.keys;
 	}
 
 	/**
-	 * Return whether the filter holds more keys than it was sized for, beyond which its
-	 * false-positive rate grows past the one it was sized for.
+	 * Return whether the filter (its newest layer) holds more keys than it was sized for,
+	 * beyond which its false-positive rate grows past the one it was sized for.
 	 */
 	boolean full() {
 		return this.keys > this.expectedKeys;

@@ -73,11 +73,27 @@ final class TaskFilters {
 		 * certainly did not)
 		 */
 		boolean put(String key) {
-			boolean held = this.current == null || this.current.put(key);
+			boolean held = true;
+			if (this.current != null) {
+				held = this.current.put(key);
+				if (this.current.full()) {
+					this.current = this.current.grown();
+				}
+			}
+			putNext(key);
+			return held;
+		}
+
+		/**
+		 * Add a key to the next filter only: a key that the scan which builds it keeps.
+		 */
+		void putNext(String key) {
 			if (this.next != null) {
 				this.next.put(key);
+				if (this.next.full()) {
+					this.next = this.next.grown();
+				}
 			}
-			return held;
 		}
 
 		/**

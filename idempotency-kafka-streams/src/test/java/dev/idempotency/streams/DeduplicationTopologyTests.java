@@ -6,12 +6,15 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
@@ -130,12 +133,15 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
-	 * A slice of a purge also stops after a tenth of its keys' worth of deletes, each of
-	 * which costs a lookup and a changelog record on top of the read.
+	 * A slice of a purge also stops once it has held the stream thread for its time
+	 * budget, whatever its keys cost (here every reading of the clock moves it on by a
+	 * millisecond, and the budget is 3 ms); the next slices go on from where it stopped.
 	 */
 	@Test
-	void boundsTheDeletesOfOneSliceOfAPurge() {
-		start((builder) -> builder.purgeSliceKeys(20));
+	void stopsASliceOfAPurgeOnceItsTimeBudgetIsSpent() {
+		AtomicLong nanos = new AtomicLong();
+		start((builder) -> builder.purgeSliceBudget(Duration.ofMillis(3),
+				() -> nanos.addAndGet(Duration.ofMillis(1).toNanos())));
 		List<String> old = List.of("a", "b", "c", "d", "e", "f");
 		for (String key : old) {
 			send("k-" + key, "old " + key, key, T0);
@@ -143,12 +149,36 @@ class DeduplicationTopologyTests {
 		send("k-g", "moves stream time", "g", T0.plus(Duration.ofMinutes(200)));
 		KeyValueStore<String, Long> store = this.driver.getKeyValueStore("orders" + Deduplication.STORE_SUFFIX);
 		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
-		assertThat(old.stream().filter((key) -> store.get(key) != null)).hasSize(4);
-		for (int slice = 0; slice < 3; slice++) {
+		assertThat(old.stream().filter((key) -> store.get(key) != null)).isNotEmpty().hasSizeLessThan(old.size());
+		for (int slice = 0; slice < 6; slice++) {
 			this.driver.advanceWallClockTime(DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
 		}
 		assertThat(old.stream().filter((key) -> store.get(key) != null)).isEmpty();
-		assertThat(store.get("g")).isNotNull();
+		assertThat(store.get("g")).isEqualTo(T0.plus(Duration.ofMinutes(200)).toEpochMilli());
+		send("k-a", "a again", "a", T0.plus(Duration.ofMinutes(201)));
+		send("k-g", "copy", "g", T0.plus(Duration.ofMinutes(201)));
+		assertThat(values()).containsExactly("old a", "old b", "old c", "old d", "old e", "old f",
+				"moves stream time", "a again");
+	}
+
+	/**
+	 * A purged key leaves a tombstone in the store's changelog, so that a store restored
+	 * from it does not hold the key again, and the compacted changelog drops the key.
+	 */
+	@Test
+	void writesATombstoneToTheChangelogForEachPurgedKey() {
+		start(UnaryOperator.identity());
+		send("k1", "first", "a", T0);
+		send("k2", "other", "b", T0.plusSeconds(1));
+		send("k3", "moves stream time", "c", T0.plus(Duration.ofMinutes(200)));
+		this.driver.advanceWallClockTime(Duration.ofMinutes(1));
+		TestOutputTopic<String, Long> changelog = this.driver.createOutputTopic(
+				"deduplication-topology-tests-orders" + Deduplication.STORE_SUFFIX + "-changelog",
+				new StringDeserializer(), new LongDeserializer());
+		assertThat(changelog.readKeyValuesToList()).containsExactly(KeyValue.pair("a", T0.toEpochMilli()),
+				KeyValue.pair("b", T0.plusSeconds(1).toEpochMilli()),
+				KeyValue.pair("c", T0.plus(Duration.ofMinutes(200)).toEpochMilli()), KeyValue.pair("a", null),
+				KeyValue.pair("b", null));
 	}
 
 	/**
@@ -216,12 +246,13 @@ class DeduplicationTopologyTests {
 	}
 
 	/**
-	 * A Bloom filter that holds more keys than it was sized for is replaced in the next
-	 * purge by one sized for twice as many, built from the store: no key is lost on the way.
+	 * A Bloom filter that holds more keys than it was sized for grows a layer for twice as
+	 * many again, at once and without a scan of the store; a purge that rebuilds it from
+	 * the store makes one layer again: no key is lost on the way.
 	 */
 	@ParameterizedTest(name = "in memory {0}")
 	@ValueSource(booleans = { false, true })
-	void growsAFullBloomFilterInTheNextPurgeAndKeepsEveryKey(boolean inMemory) {
+	void growsAFullBloomFilterAndKeepsEveryKey(boolean inMemory) {
 		start((builder) -> {
 			builder.bloomPreCheck(4, 0.01).purgeSliceKeys(10);
 			return inMemory ? builder.inMemory() : builder;
@@ -230,16 +261,20 @@ class DeduplicationTopologyTests {
 		for (String key : keys) {
 			send("k", key, key, T0);
 		}
+		// grown as the keys came, before any purge
+		for (String key : keys) {
+			send("k", "copy of " + key, key, T0.plusSeconds(1));
+		}
 		for (int slice = 0; slice < 10; slice++) {
 			this.driver.advanceWallClockTime(slice == 0 ? Duration.ofMinutes(1) : DeduplicatingProcessor.PURGE_SLICE_INTERVAL);
 		}
 		for (String key : keys) {
-			send("k", "copy of " + key, key, T0.plusSeconds(1));
+			send("k", "copy of " + key, key, T0.plusSeconds(2));
 		}
-		send("k", "new", "key-40", T0.plusSeconds(1));
+		send("k", "new", "key-40", T0.plusSeconds(2));
 		assertThat(values()).containsExactlyElementsOf(
 				java.util.stream.Stream.concat(keys.stream(), java.util.stream.Stream.of("new")).toList());
-		assertThat(count("dropped", "duplicate")).isEqualTo(40);
+		assertThat(count("dropped", "duplicate")).isEqualTo(80);
 	}
 
 	/**

@@ -69,4 +69,33 @@ class SeenKeysFilterTests {
 		assertThat(filter.full()).isTrue();
 	}
 
+	/**
+	 * A full filter grows a layer in front of it instead of being rebuilt from the store:
+	 * the keys of the older layers stay held, the new layer takes the keys that follow,
+	 * and the layers together say "maybe" for absent keys at under twice the rate the first
+	 * was sized for (each new layer at half the rate of the one before).
+	 */
+	@ParameterizedTest(name = "{0} keys into a filter sized for {1}, seed {2}")
+	@CsvSource({ "100000, 1000, 5", "300000, 10000, 6" })
+	void growsLayersThatHoldEveryKeyPutAndFewOthers(int keys, int expected, long seed) {
+		double falsePositiveRate = 0.01;
+		SeenKeysFilter filter = new SeenKeysFilter(expected, falsePositiveRate);
+		String prefix = new UUID(new Random(seed).nextLong(), seed).toString();
+		for (int i = 0; i < keys; i++) {
+			filter.put(prefix + i);
+			if (filter.full()) {
+				filter = filter.grown();
+			}
+		}
+		SeenKeysFilter grown = filter;
+		assertThat(grown.layers()).isGreaterThan(3);
+		assertThat(IntStream.range(0, keys).allMatch((i) -> grown.mightContain(prefix + i))).isTrue();
+		assertThat(IntStream.range(0, keys).allMatch((i) -> grown.put(prefix + i))).isTrue();
+		assertThat(grown.keys()).isBetween((long) (keys * (1 - 2 * falsePositiveRate)), (long) keys);
+
+		int absent = 200_000;
+		long maybe = IntStream.range(0, absent).filter((i) -> grown.mightContain("absent-" + prefix + i)).count();
+		assertThat(maybe).isLessThanOrEqualTo(bound(absent, 2 * falsePositiveRate));
+	}
+
 }
