@@ -53,9 +53,10 @@ final class Checker {
 	 * @param networkFaults network faults that took effect (see {@link NetworkProxy})
 	 * @param pgCrashes crashes of PostgreSQL (every process SIGKILLed), each recovered
 	 * @param pgOutageSeconds how long PostgreSQL was down in all, by stops and crashes
+	 * @param modes what the workload ran (see {@link RunOptions#modes()})
 	 */
 	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long networkFaults,
-			long pgCrashes, double pgOutageSeconds) {
+			long pgCrashes, double pgOutageSeconds, String modes) {
 
 	}
 
@@ -63,8 +64,8 @@ final class Checker {
 	 * The counts of a run and what they break.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
-			long networkFaults, long pgCrashes, double pgOutageSeconds, long appliedOnce, long appliedTwice,
-			long lost, long outboxLost, long orderViolations, List<String> violations) {
+			long networkFaults, long pgCrashes, double pgOutageSeconds, String modes, long appliedOnce,
+			long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -74,7 +75,8 @@ final class Checker {
 			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
 					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " network_faults="
 					+ this.networkFaults + " pg_crashes=" + this.pgCrashes + " pg_outage_s="
-					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " applied_once=" + this.appliedOnce
+					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " modes=" + this.modes
+					+ " applied_once=" + this.appliedOnce
 					+ " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost=" + this.outboxLost
 					+ " order_violations=" + this.orderViolations;
 		}
@@ -156,7 +158,7 @@ final class Checker {
 			violations.add(orderViolations[0] + " events published before an older event of their account");
 		}
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
-				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(), once, twice,
+				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(), faults.modes(), once, twice,
 				lost, outboxLost, orderViolations[0], List.copyOf(violations));
 	}
 

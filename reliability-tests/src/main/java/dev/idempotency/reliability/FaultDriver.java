@@ -98,8 +98,8 @@ public final class FaultDriver {
 
 	Checker.Verdict run() throws Exception {
 		log("seed=" + this.options.seed() + " " + this.options);
-		if (!postgresSettings().isEmpty()) {
-			log("postgres settings " + postgresSettings());
+		if (!postgresSettings(this.options).isEmpty()) {
+			log("postgres settings " + postgresSettings(this.options));
 		}
 		FaultPlan plan = new FaultPlan(this.options);
 		plan.faults().forEach((fault) -> log("plan " + fault));
@@ -108,7 +108,7 @@ public final class FaultDriver {
 		Thread cleanup = new Thread(this::stopEverything);
 		Runtime.getRuntime().addShutdownHook(cleanup);
 		try {
-			this.postgres = new PostgresServer(this.directory.resolve("postgres"), postgresSettings());
+			this.postgres = new PostgresServer(this.directory.resolve("postgres"), postgresSettings(this.options));
 			this.postgres.start();
 			this.database = new LedgerDatabase(this.postgres.jdbcUrl());
 			NetworkProxy postgresProxy = proxy("postgres").start(this.postgres.port());
@@ -185,7 +185,8 @@ public final class FaultDriver {
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
-							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9),
+							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
+							this.options.modes()),
 							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
@@ -498,9 +499,15 @@ public final class FaultDriver {
 	}
 
 	// settings over the durable defaults, e.g. synchronous_commit=off for a negative control
-	private static Map<String, String> postgresSettings() {
+	private static Map<String, String> postgresSettings(RunOptions options) {
 		String settings = System.getenv("RELIABILITY_POSTGRES_SETTINGS");
 		Map<String, String> result = new HashMap<>();
+		if (RunOptions.REPLICATION_RELAY.equals(options.relay())) {
+			// logical decoding; a replication connection cut off by the network gives up
+			// its slot within 10 s, so that another instance takes it over
+			result.put("wal_level", "logical");
+			result.put("wal_sender_timeout", "10s");
+		}
 		if (settings != null && !settings.isBlank()) {
 			for (String setting : settings.trim().split("\\s+")) {
 				int equals = setting.indexOf('=');

@@ -32,12 +32,19 @@ import java.util.Set;
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
-		int networkFaults, Duration window, Duration drainTimeout, boolean control, Path workDirectory) {
+		int networkFaults, Duration window, Duration drainTimeout, boolean control, String relay,
+		Path workDirectory) {
+
+	/** The outbox relay of the workload: the table relay (the default). */
+	static final String TABLE_RELAY = "table";
+
+	/** The outbox relay of the workload: the replication-stream relay. */
+	static final String REPLICATION_RELAY = "replication";
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
 		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, Duration.ofSeconds(60),
-				Duration.ofMinutes(3), false, workDirectory);
+				Duration.ofMinutes(3), false, TABLE_RELAY, workDirectory);
 	}
 
 	/**
@@ -46,18 +53,27 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
 		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, Duration.ofMinutes(15),
-				Duration.ofMinutes(30), false, workDirectory);
+				Duration.ofMinutes(30), false, TABLE_RELAY, workDirectory);
+	}
+
+	/**
+	 * Return what the workload runs, for the summary line.
+	 * @return the modes, joined by {@code +}
+	 */
+	String modes() {
+		return "transactional-listener+" + this.relay + "-relay";
 	}
 
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
 		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
-				Duration.ofMinutes(2), true, workDirectory);
+				Duration.ofMinutes(2), true, TABLE_RELAY, workDirectory);
 	}
 
 	/**
 	 * Parse {@code --size=ci|full|control} and overrides such as {@code --events=1000},
-	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true}.
+	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true},
+	 * {@code --relay=replication}.
 	 */
 	static RunOptions parse(String[] args) {
 		Map<String, String> values = new HashMap<>();
@@ -94,17 +110,21 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				integer(remaining, "network-faults", this.networkFaults), duration(remaining, "window", this.window),
 				duration(remaining, "drain-timeout", this.drainTimeout),
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
-				this.workDirectory);
+				remaining.getOrDefault("relay", this.relay), this.workDirectory);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
-					"network-faults", "window", "drain-timeout", "control"));
+					"network-faults", "window", "drain-timeout", "control", "relay"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
 		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1
 				|| options.networkFaults < 0) {
 			throw new IllegalArgumentException("Inconsistent options " + options);
+		}
+		if (!options.relay.equals(TABLE_RELAY) && !options.relay.equals(REPLICATION_RELAY)) {
+			throw new IllegalArgumentException("--relay takes " + TABLE_RELAY + " or " + REPLICATION_RELAY + ", not "
+					+ options.relay);
 		}
 		return options;
 	}

@@ -39,6 +39,10 @@ final class Workload {
 					// a broker outage must delay events, not kill them
 					"--idempotency.outbox.max-attempts=1000", "--idempotency.infrastructure-retry.max-interval=5s",
 					"--workload.idempotent=" + !options.control(), "--workload.worker=" + name));
+			if (RunOptions.REPLICATION_RELAY.equals(options.relay())) {
+				arguments.addAll(List.of("--idempotency.outbox.replication.enabled=true",
+						"--idempotency.outbox.replication.standby-retry-interval=500ms"));
+			}
 			// more application properties for every workload process, e.g. a relay setting to try
 			String extra = System.getenv("RELIABILITY_WORKLOAD_ARGS");
 			if (extra != null && !extra.isBlank()) {
