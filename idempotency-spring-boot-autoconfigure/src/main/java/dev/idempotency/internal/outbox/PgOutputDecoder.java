@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 
 import org.jspecify.annotations.Nullable;
@@ -205,6 +206,16 @@ final class PgOutputDecoder {
 
 		private static final int INT4 = 23;
 
+		private static final int NAME = 19;
+
+		private static final int TEXT = 25;
+
+		private static final int JSON = 114;
+
+		private static final int BPCHAR = 1042;
+
+		private static final int VARCHAR = 1043;
+
 		private static final int JSONB = 3802;
 
 		private static final int UUID_TYPE = 2950;
@@ -229,21 +240,30 @@ final class PgOutputDecoder {
 		 * @throws SQLException for a binary value of another type
 		 */
 		@Nullable String text(String column) throws SQLException {
-			int i = position(column);
-			byte[] value = (i >= 0) ? this.values[i] : null;
-			if (value == null) {
+			int i = present(column);
+			if (i < 0) {
 				return null;
 			}
-			if (this.kinds[i] == 'b' && type(i) == JSONB) {
+			byte[] value = Objects.requireNonNull(this.values[i]);
+			if (this.kinds[i] != 'b') {
+				return new String(value, StandardCharsets.UTF_8);
+			}
+			return switch (type(i)) {
+				// the text types: their characters
+				case TEXT, VARCHAR, BPCHAR, NAME, JSON -> new String(value, StandardCharsets.UTF_8);
 				// jsonb's binary form: a version byte (1), then the text
-				return new String(value, 1, value.length - 1, StandardCharsets.UTF_8);
-			}
-			if (this.kinds[i] == 'b' && (type(i) == BYTEA || type(i) == INT8 || type(i) == INT4 || type(i) == INT2
-					|| type(i) == UUID_TYPE)) {
-				throw new SQLException("Column " + column + " has a binary value of type " + type(i)
-						+ ", read as text");
-			}
-			return new String(value, StandardCharsets.UTF_8);
+				case JSONB -> {
+					if (value.length == 0 || value[0] != 1) {
+						throw new SQLException("Column " + column + " has a jsonb value of an unknown version");
+					}
+					yield new String(value, 1, value.length - 1, StandardCharsets.UTF_8);
+				}
+				// an integer or uuid column read as text (a key column of another type)
+				case INT8, INT4, INT2 -> String.valueOf(integer(column));
+				case UUID_TYPE -> String.valueOf(uuid(column));
+				default -> throw new SQLException("Column " + column + " has a binary value of type " + type(i)
+						+ ", which the relay does not read as text");
+			};
 		}
 
 		/**
@@ -253,11 +273,11 @@ final class PgOutputDecoder {
 		 * @throws SQLException for a value that is no integer
 		 */
 		@Nullable Long integer(String column) throws SQLException {
-			int i = position(column);
-			byte[] value = (i >= 0) ? this.values[i] : null;
-			if (value == null) {
+			int i = present(column);
+			if (i < 0) {
 				return null;
 			}
+			byte[] value = Objects.requireNonNull(this.values[i]);
 			if (this.kinds[i] != 'b') {
 				return Long.parseLong(new String(value, StandardCharsets.US_ASCII));
 			}
@@ -277,11 +297,11 @@ final class PgOutputDecoder {
 		 * @throws SQLException for a value that is no uuid
 		 */
 		@Nullable UUID uuid(String column) throws SQLException {
-			int i = position(column);
-			byte[] value = (i >= 0) ? this.values[i] : null;
-			if (value == null) {
+			int i = present(column);
+			if (i < 0) {
 				return null;
 			}
+			byte[] value = Objects.requireNonNull(this.values[i]);
 			if (this.kinds[i] != 'b') {
 				return UUID.fromString(new String(value, StandardCharsets.US_ASCII));
 			}
@@ -299,11 +319,11 @@ final class PgOutputDecoder {
 		 * @throws SQLException for a value that is no bytea
 		 */
 		byte @Nullable [] bytes(String column) throws SQLException {
-			int i = position(column);
-			byte[] value = (i >= 0) ? this.values[i] : null;
-			if (value == null) {
+			int i = present(column);
+			if (i < 0) {
 				return null;
 			}
+			byte[] value = Objects.requireNonNull(this.values[i]);
 			if (this.kinds[i] != 'b') {
 				return PGbytea.toBytes(value);
 			}
@@ -313,9 +333,10 @@ final class PgOutputDecoder {
 			return value;
 		}
 
-		private int position(String column) {
+		// the position of a column with a value, or -1 for SQL null or no such column
+		private int present(String column) {
 			Integer position = this.relation.positions().get(column);
-			return (position != null) ? position : -1;
+			return (position != null && this.values[position] != null) ? position : -1;
 		}
 
 		private int type(int position) {

@@ -80,10 +80,22 @@ class PgOutputDecoderIntegrationTests {
 		this.jdbc.update("INSERT INTO " + TABLE + " (id, event_id, topic, payload) VALUES (1, ?, 't', ?)",
 				UUID.randomUUID(), "x".getBytes(StandardCharsets.UTF_8));
 		Row row = insertedRow(true);
-		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> row.text("id"));
+		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> row.text("payload"));
 		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> row.uuid("topic"));
 		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> row.bytes("event_id"));
 		assertThatExceptionOfType(SQLException.class).isThrownBy(() -> row.integer("payload"));
+	}
+
+	@Test
+	void anIntegerOrUuidColumnReadAsTextGivesItsTextFormInEitherForm() throws SQLException {
+		UUID eventId = UUID.randomUUID();
+		this.jdbc.update("INSERT INTO " + TABLE + " (id, event_id, topic, payload) VALUES (-42, ?, 't', ?)", eventId,
+				"x".getBytes(StandardCharsets.UTF_8));
+		for (boolean binary : List.of(false, true)) {
+			Row row = insertedRow(binary);
+			assertThat(row.text("id")).isEqualTo("-42");
+			assertThat(row.text("event_id")).isEqualTo(eventId.toString());
+		}
 	}
 
 	// the row inserted, decoded from the messages of the slot, peeked (not consumed); the
