@@ -35,6 +35,9 @@ public final class FaultDriver {
 	/** How much longer a network fault lasts when it found no traffic to disturb. */
 	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(30);
 
+	/** How long into a long PostgreSQL outage a workload process is restarted. */
+	private static final Duration LONG_OUTAGE_RESTART = Duration.ofSeconds(10);
+
 	private final RunOptions options;
 
 	private final Path directory;
@@ -243,10 +246,22 @@ public final class FaultDriver {
 			case LONG_PG_OUTAGE -> {
 				log("long postgres outage: stop for " + fault.duration().toMillis() + " ms");
 				long exitsBefore = exits();
-				stopPostgresFor(fault.duration());
+				long down = System.nanoTime();
+				this.pgDown = true;
+				try {
+					this.postgres.stop();
+					Thread.sleep(LONG_OUTAGE_RESTART.toMillis());
+					restartWhilePostgresIsDown(fault);
+					Thread.sleep(Math.max(0, fault.duration().toMillis() - LONG_OUTAGE_RESTART.toMillis()));
+					this.postgres.start();
+				}
+				finally {
+					this.pgDown = false;
+					this.pgDownNanos += System.nanoTime() - down;
+				}
 				this.longPgOutages++;
-				log("postgres started after the long outage; " + (exits() - exitsBefore)
-						+ " workload processes exited by themselves and were started again meanwhile");
+				log("postgres started after the long outage; workload processes exited by themselves meanwhile: "
+						+ (exits() - exitsBefore) + ", each started again");
 			}
 			case PG_CRASH -> crashPostgres(fault);
 			case BROKER_RESTART -> {
@@ -401,6 +416,21 @@ public final class FaultDriver {
 		}
 		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims, restart in "
 				+ fault.duration().toMillis() + " ms");
+	}
+
+	/**
+	 * SIGKILL a workload process and start it again at once while PostgreSQL is down: its
+	 * start-up fails, and it must be started again until PostgreSQL is back.
+	 */
+	private void restartWhilePostgresIsDown(FaultPlan.Fault fault) {
+		JavaProcess process = running(fault.target());
+		if (process == null) {
+			return;
+		}
+		process.kill();
+		this.kills++;
+		process.start();
+		log("SIGKILL " + process + " and started it again while postgres is down");
 	}
 
 	private void stopPostgresFor(Duration duration) throws Exception {

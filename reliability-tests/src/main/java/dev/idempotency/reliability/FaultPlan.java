@@ -37,7 +37,9 @@ final class FaultPlan {
 
 		/**
 		 * Stop PostgreSQL for {@code duration} (at least {@link FaultPlan#LONG_PG_OUTAGE_MIN}),
-		 * past the infrastructure retry's longest interval, then start it again.
+		 * past the infrastructure retry's longest interval, then start it again. Workload
+		 * process {@code target} (or the next running one) is killed and started again 10 s
+		 * into the outage, so that it starts while PostgreSQL is down.
 		 */
 		LONG_PG_OUTAGE,
 
