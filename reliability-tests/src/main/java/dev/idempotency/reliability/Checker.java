@@ -53,10 +53,11 @@ final class Checker {
 	 * @param networkFaults network faults that took effect (see {@link NetworkProxy})
 	 * @param pgCrashes crashes of PostgreSQL (every process SIGKILLed), each recovered
 	 * @param pgOutageSeconds how long PostgreSQL was down in all, by stops and crashes
+	 * @param redisOutageSeconds how long Redis was down in all, by restarts and long outages
 	 * @param modes what the workload ran (see {@link RunOptions#modes()})
 	 */
 	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long networkFaults,
-			long pgCrashes, double pgOutageSeconds, String modes) {
+			long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes) {
 
 	}
 
@@ -64,8 +65,8 @@ final class Checker {
 	 * The counts of a run and what they break.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
-			long networkFaults, long pgCrashes, double pgOutageSeconds, String modes, long appliedOnce,
-			long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations) {
+			long networkFaults, long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes,
+			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -75,7 +76,8 @@ final class Checker {
 			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
 					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " network_faults="
 					+ this.networkFaults + " pg_crashes=" + this.pgCrashes + " pg_outage_s="
-					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " modes=" + this.modes
+					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " redis_outage_s="
+					+ String.format(Locale.ROOT, "%.1f", this.redisOutageSeconds) + " modes=" + this.modes
 					+ " applied_once=" + this.appliedOnce
 					+ " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost=" + this.outboxLost
 					+ " order_violations=" + this.orderViolations;
@@ -158,8 +160,9 @@ final class Checker {
 			violations.add(orderViolations[0] + " events published before an older event of their account");
 		}
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
-				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(), faults.modes(), once, twice,
-				lost, outboxLost, orderViolations[0], List.copyOf(violations));
+				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(),
+				faults.redisOutageSeconds(), faults.modes(), once, twice, lost, outboxLost, orderViolations[0],
+				List.copyOf(violations));
 	}
 
 	private static List<String> balances(Statement statement) throws SQLException {

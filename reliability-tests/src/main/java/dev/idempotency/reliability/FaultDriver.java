@@ -35,6 +35,9 @@ public final class FaultDriver {
 	/** How much longer a network fault lasts when it found no traffic to disturb. */
 	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(30);
 
+	/** How long into a long PostgreSQL outage a workload process is restarted. */
+	private static final Duration LONG_OUTAGE_RESTART = Duration.ofSeconds(10);
+
 	private final RunOptions options;
 
 	private final Path directory;
@@ -69,6 +72,17 @@ public final class FaultDriver {
 	private long pgCrashes;
 
 	private long pgDownNanos;
+
+	private long longPgOutages;
+
+	private long longRedisOutages;
+
+	private long redisDownNanos;
+
+	// workload processes that exited by themselves while PostgreSQL was down
+	private long exitsWhilePgDown;
+
+	private volatile boolean pgDown;
 
 	private final List<String> crashLosses = new ArrayList<>();
 
@@ -177,16 +191,17 @@ public final class FaultDriver {
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
 				log(String.format(
-						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d db_kills=%d (backends=%d) db_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d network_faults=%d (without effect=%d) exited_by_themselves=%d",
-						this.kills, this.midRelayKills, this.redisRestarts, this.dbKills, this.backendsTerminated,
-						this.dbOutages, this.pgCrashes, this.brokerRestarts, this.pauses, this.replayed,
-						this.networkFaults, this.networkFaultsWithoutEffect, this.exits));
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d long_redis_outages=%d db_kills=%d (backends=%d) db_outages=%d long_pg_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d network_faults=%d (without effect=%d) exited_by_themselves=%d (while postgres was down=%d)",
+						this.kills, this.midRelayKills, this.redisRestarts, this.longRedisOutages, this.dbKills,
+						this.backendsTerminated, this.dbOutages, this.longPgOutages, this.pgCrashes,
+						this.brokerRestarts, this.pauses, this.replayed, this.networkFaults,
+						this.networkFaultsWithoutEffect, this.exits, this.exitsWhilePgDown));
 				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
 							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
-							this.options.modes()),
+							this.redisDownNanos / 1e9, this.options.modes()),
 							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
@@ -206,11 +221,15 @@ public final class FaultDriver {
 			case KILL, KILL_MID_RELAY -> kill(fault, restarts);
 			case REDIS_RESTART -> {
 				log("redis stop for " + fault.duration().toMillis() + " ms");
-				this.redis.stop();
-				Thread.sleep(fault.duration().toMillis());
-				this.redis.start();
+				stopRedisFor(fault.duration());
 				this.redisRestarts++;
 				log("redis started");
+			}
+			case LONG_REDIS_OUTAGE -> {
+				log("long redis outage: stop for " + fault.duration().toMillis() + " ms");
+				stopRedisFor(fault.duration());
+				this.longRedisOutages++;
+				log("redis started after the long outage");
 			}
 			case DB_KILL -> {
 				int terminated = this.database.terminateBackends();
@@ -220,13 +239,29 @@ public final class FaultDriver {
 			}
 			case DB_OUTAGE -> {
 				log("postgres stop for " + fault.duration().toMillis() + " ms");
-				long down = System.nanoTime();
-				this.postgres.stop();
-				Thread.sleep(fault.duration().toMillis());
-				this.postgres.start();
-				this.pgDownNanos += System.nanoTime() - down;
+				stopPostgresFor(fault.duration());
 				this.dbOutages++;
 				log("postgres started");
+			}
+			case LONG_PG_OUTAGE -> {
+				log("long postgres outage: stop for " + fault.duration().toMillis() + " ms");
+				long exitsBefore = exits();
+				long down = System.nanoTime();
+				this.pgDown = true;
+				try {
+					this.postgres.stop();
+					Thread.sleep(LONG_OUTAGE_RESTART.toMillis());
+					restartWhilePostgresIsDown(fault);
+					Thread.sleep(Math.max(0, fault.duration().toMillis() - LONG_OUTAGE_RESTART.toMillis()));
+					this.postgres.start();
+				}
+				finally {
+					this.pgDown = false;
+					this.pgDownNanos += System.nanoTime() - down;
+				}
+				this.longPgOutages++;
+				log("postgres started after the long outage; workload processes exited by themselves meanwhile: "
+						+ (exits() - exitsBefore) + ", each started again");
 			}
 			case PG_CRASH -> crashPostgres(fault);
 			case BROKER_RESTART -> {
@@ -383,16 +418,63 @@ public final class FaultDriver {
 				+ fault.duration().toMillis() + " ms");
 	}
 
+	/**
+	 * SIGKILL a workload process and start it again at once while PostgreSQL is down: its
+	 * start-up fails, and it must be started again until PostgreSQL is back.
+	 */
+	private void restartWhilePostgresIsDown(FaultPlan.Fault fault) {
+		JavaProcess process = running(fault.target());
+		if (process == null) {
+			return;
+		}
+		process.kill();
+		this.kills++;
+		process.start();
+		log("SIGKILL " + process + " and started it again while postgres is down");
+	}
+
+	private void stopPostgresFor(Duration duration) throws Exception {
+		long down = System.nanoTime();
+		this.pgDown = true;
+		try {
+			this.postgres.stop();
+			Thread.sleep(duration.toMillis());
+			this.postgres.start();
+		}
+		finally {
+			this.pgDown = false;
+			this.pgDownNanos += System.nanoTime() - down;
+		}
+	}
+
+	private void stopRedisFor(Duration duration) throws Exception {
+		long down = System.nanoTime();
+		try {
+			this.redis.stop();
+			Thread.sleep(duration.toMillis());
+			this.redis.start();
+		}
+		finally {
+			this.redisDownNanos += System.nanoTime() - down;
+		}
+	}
+
+	private synchronized long exits() {
+		return this.exits;
+	}
+
 	private void crashPostgres(FaultPlan.Fault fault) throws Exception {
 		CrashWitness witness = new CrashWitness(this.postgres.jdbcUrl(), (int) this.pgCrashes + 1);
 		witness.commitBeforeCrash();
 		long down = System.nanoTime();
+		this.pgDown = true;
 		PostgresServer.Crash crash = this.postgres.crash();
 		log("SIGKILL postgres: postmaster " + crash.postmasterPid() + " and its " + (crash.processes() - 1)
 				+ " processes, after " + witness.effectsBeforeCrash() + " committed effects; start in "
 				+ fault.duration().toMillis() + " ms");
 		Thread.sleep(fault.duration().toMillis());
 		this.postgres.startAfterCrash();
+		this.pgDown = false;
 		this.pgDownNanos += System.nanoTime() - down;
 		this.pgCrashes++;
 		long postmaster = this.postgres.postmasterPid();
@@ -416,11 +498,22 @@ public final class FaultDriver {
 	private void restartExited() {
 		for (JavaProcess process : this.workload.processes()) {
 			if (process.hasExited()) {
+				boolean pgDown = this.pgDown;
 				synchronized (this) {
 					this.exits++;
+					if (pgDown) {
+						this.exitsWhilePgDown++;
+					}
 				}
-				log(process + " exited by itself; starting it again");
-				process.start();
+				log(process + " exited by itself" + (pgDown ? " while postgres is down" : "")
+						+ "; starting it again");
+				try {
+					process.start();
+				}
+				catch (RuntimeException ex) {
+					// an exception would end the supervisor's schedule: try again next round
+					log("could not start " + process + ": " + ex);
+				}
 			}
 		}
 	}

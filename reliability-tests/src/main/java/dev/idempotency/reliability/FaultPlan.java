@@ -35,6 +35,20 @@ final class FaultPlan {
 		 */
 		PG_CRASH,
 
+		/**
+		 * Stop PostgreSQL for {@code duration} (at least {@link FaultPlan#LONG_PG_OUTAGE_MIN}),
+		 * past the infrastructure retry's longest interval, then start it again. Workload
+		 * process {@code target} (or the next running one) is killed and started again 10 s
+		 * into the outage, so that it starts while PostgreSQL is down.
+		 */
+		LONG_PG_OUTAGE,
+
+		/**
+		 * Stop Redis for {@code duration} (at least {@link FaultPlan#LONG_REDIS_OUTAGE_MIN}),
+		 * then start it again (empty).
+		 */
+		LONG_REDIS_OUTAGE,
+
 		/** Stop the Kafka broker for {@code duration}, then start it again. */
 		BROKER_RESTART,
 
@@ -107,6 +121,21 @@ final class FaultPlan {
 	 */
 	static final Duration BLACK_HOLE_MIN = Duration.ofSeconds(10);
 
+	/**
+	 * The shortest long PostgreSQL outage: four times the starter's default
+	 * {@code idempotency.infrastructure-retry.max-interval} (30 s).
+	 */
+	static final Duration LONG_PG_OUTAGE_MIN = Duration.ofSeconds(120);
+
+	/** The longest long PostgreSQL outage. */
+	static final Duration LONG_PG_OUTAGE_MAX = Duration.ofSeconds(150);
+
+	/** The shortest long Redis outage. */
+	static final Duration LONG_REDIS_OUTAGE_MIN = Duration.ofMinutes(2);
+
+	/** The longest long Redis outage. */
+	static final Duration LONG_REDIS_OUTAGE_MAX = Duration.ofMinutes(4);
+
 	private static final Kind[] NETWORK_FAULTS = { Kind.LATENCY, Kind.DROP_CONNECTIONS, Kind.BLACK_HOLE,
 			Kind.HALF_OPEN };
 
@@ -152,6 +181,11 @@ final class FaultPlan {
 			faults.add(new Fault(Duration.ofMillis(at), kind, server, Duration.ofMillis(duration), 0,
 					Duration.ofMillis(delay)));
 		}
+		// drawn after the network faults, for the same reason
+		add(faults, random, options.longPgOutages(), Kind.LONG_PG_OUTAGE, from, span, 1,
+				LONG_PG_OUTAGE_MIN.toMillis(), LONG_PG_OUTAGE_MAX.toMillis());
+		add(faults, random, options.longRedisOutages(), Kind.LONG_REDIS_OUTAGE, from, span, 1,
+				LONG_REDIS_OUTAGE_MIN.toMillis(), LONG_REDIS_OUTAGE_MAX.toMillis());
 		faults.sort(Comparator.comparing(Fault::at));
 		this.faults = List.copyOf(faults);
 	}

@@ -25,6 +25,9 @@ import java.util.Set;
  * @param replays replays of a partition from an old offset
  * @param networkFaults faults between the workload and a server, through its proxy:
  * added latency, connections reset, a black hole and a half-open connection, in turn
+ * @param longPgOutages PostgreSQL stops of 120-150 s, past the infrastructure retry's
+ * longest interval
+ * @param longRedisOutages Redis stops of 2-4 minutes
  * @param window the time over which the transfers are sent and the faults spread
  * @param drainTimeout how long to wait for the workload to drain after the window
  * @param control whether the workload runs the negative control (no {@code @Idempotent})
@@ -32,7 +35,7 @@ import java.util.Set;
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
-		int networkFaults, Duration window, Duration drainTimeout, boolean control, String relay,
+		int networkFaults, int longPgOutages, int longRedisOutages, Duration window, Duration drainTimeout, boolean control, String relay,
 		Path workDirectory) {
 
 	/** The outbox relay of the workload: the table relay (the default). */
@@ -43,17 +46,27 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
-		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, Duration.ofSeconds(60),
+		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, Duration.ofSeconds(60),
 				Duration.ofMinutes(3), false, TABLE_RELAY, workDirectory);
 	}
 
 	/**
 	 * The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend
-	 * kills, 3 PostgreSQL crashes, 50 network faults.
+	 * kills, 3 PostgreSQL crashes, 50 network faults, a long PostgreSQL outage and a long
+	 * Redis outage.
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
-		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, Duration.ofMinutes(15),
+		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, 1, 1, Duration.ofMinutes(15),
 				Duration.ofMinutes(30), false, TABLE_RELAY, workDirectory);
+	}
+
+	/**
+	 * Return whether the plan has an outage longer than the infrastructure retry's longest
+	 * interval.
+	 * @return whether long PostgreSQL or Redis outages are planned
+	 */
+	boolean longOutages() {
+		return this.longPgOutages > 0 || this.longRedisOutages > 0;
 	}
 
 	/**
@@ -66,7 +79,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
-		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
+		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
 				Duration.ofMinutes(2), true, TABLE_RELAY, workDirectory);
 	}
 
@@ -107,19 +120,22 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				integer(remaining, "db-outages", this.dbOutages), integer(remaining, "pg-crashes", this.pgCrashes),
 				integer(remaining, "broker-restarts", this.brokerRestarts), integer(remaining, "pauses", this.pauses),
 				integer(remaining, "replays", this.replays),
-				integer(remaining, "network-faults", this.networkFaults), duration(remaining, "window", this.window),
+				integer(remaining, "network-faults", this.networkFaults),
+				integer(remaining, "long-pg-outages", this.longPgOutages),
+				integer(remaining, "long-redis-outages", this.longRedisOutages), duration(remaining, "window", this.window),
 				duration(remaining, "drain-timeout", this.drainTimeout),
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
 				remaining.getOrDefault("relay", this.relay), this.workDirectory);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
-					"network-faults", "window", "drain-timeout", "control", "relay"));
+					"network-faults", "long-pg-outages", "long-redis-outages", "window", "drain-timeout", "control",
+					"relay"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
 		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1
-				|| options.networkFaults < 0) {
+				|| options.networkFaults < 0 || options.longPgOutages < 0 || options.longRedisOutages < 0) {
 			throw new IllegalArgumentException("Inconsistent options " + options);
 		}
 		if (!options.relay.equals(TABLE_RELAY) && !options.relay.equals(REPLICATION_RELAY)) {

@@ -13,6 +13,11 @@ import java.util.List;
  * hole ({@link FaultPlan#BLACK_HOLE_MIN}): 8 s for a statement's answer
  * ({@code socketTimeout}, longer than the claim's 5 s lock timeout) and a Kafka request,
  * 6 s for the consumer's session, 4 s for the relay's sends, 500 ms for Redis.
+ * <p>
+ * The infrastructure retry waits at most 5 s between attempts, so that the workload
+ * catches up soon after a short outage; a run with long outages keeps the starter's
+ * default (30 s), so that an outage of two minutes and more finds the retry at its longest
+ * interval, as it would in production.
  */
 final class Workload {
 
@@ -37,8 +42,12 @@ final class Workload {
 					"--idempotency.outbox.send-timeout=4s", "--idempotency.outbox.poll-interval=200ms",
 					"--idempotency.outbox.max-backoff=5s",
 					// a broker outage must delay events, not kill them
-					"--idempotency.outbox.max-attempts=1000", "--idempotency.infrastructure-retry.max-interval=5s",
-					"--workload.idempotent=" + !options.control(), "--workload.worker=" + name));
+					"--idempotency.outbox.max-attempts=1000", "--workload.idempotent=" + !options.control(),
+					"--workload.worker=" + name));
+			if (!options.longOutages()) {
+				// the short outages end sooner than a 30 s wait would
+				arguments.add("--idempotency.infrastructure-retry.max-interval=5s");
+			}
 			if (RunOptions.REPLICATION_RELAY.equals(options.relay())) {
 				arguments.addAll(List.of("--idempotency.outbox.replication.enabled=true",
 						"--idempotency.outbox.replication.standby-retry-interval=500ms"));

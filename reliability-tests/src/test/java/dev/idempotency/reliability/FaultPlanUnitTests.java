@@ -11,7 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The network faults of a plan: drawn from the seed after the other faults, every kind in
  * turn, while the transfers flow, and the black holes and half-open connections longer
- * than the workload's timeouts.
+ * than the workload's timeouts. The long outages: at the full size only, drawn after
+ * every other fault, longer than the infrastructure retry's longest interval.
  */
 class FaultPlanUnitTests {
 
@@ -66,6 +67,72 @@ class FaultPlanUnitTests {
 		assertThat(network).extracting(FaultPlan.Fault::target).contains(0, 1, 2);
 		assertThat(networkFaults(new FaultPlan(RunOptions.parse(new String[] { "--seed=12", "--network-faults=50" }))))
 			.isNotEqualTo(network);
+	}
+
+	@Test
+	void theFullSizeHasOneLongPostgresOutageAndOneLongRedisOutage() {
+		RunOptions options = RunOptions.full(20261123L, WORK);
+		List<FaultPlan.Fault> outages = longOutages(new FaultPlan(options));
+		assertThat(outages).extracting(FaultPlan.Fault::kind)
+			.containsExactlyInAnyOrder(FaultPlan.Kind.LONG_PG_OUTAGE, FaultPlan.Kind.LONG_REDIS_OUTAGE);
+		for (FaultPlan.Fault fault : outages) {
+			assertThat(fault.at()).isBetween(options.window().dividedBy(10),
+					options.window().multipliedBy(9).dividedBy(10));
+			if (fault.kind() == FaultPlan.Kind.LONG_PG_OUTAGE) {
+				// past the starter's default infrastructure retry's longest interval (30 s)
+				assertThat(fault.duration()).isBetween(Duration.ofSeconds(120), Duration.ofSeconds(150))
+					.isGreaterThan(Duration.ofSeconds(30));
+			}
+			else {
+				assertThat(fault.duration()).isBetween(Duration.ofMinutes(2), Duration.ofMinutes(4));
+			}
+		}
+		assertThat(options.longOutages()).isTrue();
+	}
+
+	@Test
+	void theCiSizeAndTheControlHaveNoLongOutage() {
+		for (RunOptions options : List.of(RunOptions.ci(20261127L, WORK), RunOptions.control(42, WORK),
+				RunOptions.parse(new String[] { "--seed=3" }))) {
+			assertThat(longOutages(new FaultPlan(options))).isEmpty();
+			assertThat(options.longOutages()).isFalse();
+		}
+	}
+
+	@Test
+	void longOutagesLeaveTheScheduleOfEveryOtherFaultAsTheSeedGaveIt() {
+		RunOptions with = RunOptions
+			.parse(new String[] { "--seed=5", "--long-pg-outages=1", "--long-redis-outages=1", "--window=150s" });
+		RunOptions without = RunOptions.parse(new String[] { "--seed=5", "--window=150s" });
+		List<FaultPlan.Fault> plan = new FaultPlan(with).faults();
+		assertThat(longOutages(new FaultPlan(with))).hasSize(2);
+		assertThat(plan.stream().filter((fault) -> !isLongOutage(fault)).toList())
+			.isEqualTo(new FaultPlan(without).faults());
+		// and at the full size, with its network faults drawn before them
+		RunOptions full = RunOptions.full(20261123L, WORK);
+		RunOptions fullWithout = RunOptions.parse(new String[] { "--size=full", "--seed=20261123",
+				"--long-pg-outages=0", "--long-redis-outages=0" });
+		assertThat(new FaultPlan(full).faults().stream().filter((fault) -> !isLongOutage(fault)).toList())
+			.isEqualTo(new FaultPlan(fullWithout).faults());
+	}
+
+	@Test
+	void theSameSeedGivesTheSameLongOutages() {
+		String[] args = { "--seed=11", "--long-pg-outages=3", "--long-redis-outages=2" };
+		List<FaultPlan.Fault> outages = longOutages(new FaultPlan(RunOptions.parse(args)));
+		assertThat(outages).hasSize(5).isEqualTo(longOutages(new FaultPlan(RunOptions.parse(args))));
+		assertThat(outages).filteredOn((fault) -> fault.kind() == FaultPlan.Kind.LONG_PG_OUTAGE).hasSize(3);
+		assertThat(outages).filteredOn((fault) -> fault.kind() == FaultPlan.Kind.LONG_REDIS_OUTAGE).hasSize(2);
+		assertThat(longOutages(new FaultPlan(RunOptions
+			.parse(new String[] { "--seed=12", "--long-pg-outages=3", "--long-redis-outages=2" })))).isNotEqualTo(outages);
+	}
+
+	private static boolean isLongOutage(FaultPlan.Fault fault) {
+		return fault.kind() == FaultPlan.Kind.LONG_PG_OUTAGE || fault.kind() == FaultPlan.Kind.LONG_REDIS_OUTAGE;
+	}
+
+	private static List<FaultPlan.Fault> longOutages(FaultPlan plan) {
+		return plan.faults().stream().filter(FaultPlanUnitTests::isLongOutage).toList();
 	}
 
 	private static List<FaultPlan.Fault> networkFaults(FaultPlan plan) {

@@ -27,6 +27,7 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.duplicatesInjected()).isPositive();
 		assertThat(verdict.kills()).isEqualTo(3);
 		assertThat(verdict.redisRestarts()).isEqualTo(1);
+		assertThat(verdict.redisOutageSeconds()).isPositive();
 		assertThat(verdict.dbKills()).isEqualTo(1);
 		assertThat(verdict.pgCrashes()).isEqualTo(1);
 		// latency, connections reset, a black hole and a half-open connection, each of which
@@ -41,6 +42,7 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.appliedTwice()).isPositive().isEqualTo(verdict.duplicatesInjected());
 		assertThat(verdict.lost()).isZero();
 		assertThat(verdict.pgCrashes()).isZero();
+		assertThat(verdict.redisOutageSeconds()).isZero();
 		assertThat(verdict.networkFaults()).isZero();
 	}
 
