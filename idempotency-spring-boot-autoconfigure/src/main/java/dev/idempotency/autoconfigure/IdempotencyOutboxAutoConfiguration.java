@@ -132,6 +132,10 @@ public final class IdempotencyOutboxAutoConfiguration {
 		}
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
+		// After failed sends the relay closes its producer, so that nothing it gave up on
+		// reaches the broker later: the close waits for what is still queued no longer than
+		// a send would have been waited for (Spring's default is 30 s).
+		outboxProducers.setPhysicalCloseTimeout((int) Math.max(1, properties.outbox().sendTimeout().toSeconds()));
 		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch

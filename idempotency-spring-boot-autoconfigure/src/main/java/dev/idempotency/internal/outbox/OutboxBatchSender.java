@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -36,16 +37,30 @@ import org.springframework.kafka.support.SendResult;
  * whatever the reason (a record the broker refuses as too large, a serializer error), so
  * that no later event of a key is ever published before an earlier one. Events without a
  * key have no order and go in the first wave.
+ * <p>
+ * An event whose last send timed out is sent alone next time: in its own wave, with
+ * nothing else of the relay in the producer. A producer batch that the broker refuses as
+ * too large ({@code MESSAGE_TOO_LARGE}) is split and sent again by the producer, and Kafka
+ * clients before 4.2 split it into the same batch again until the delivery timeout when
+ * the topic's {@code max.message.bytes} is below {@code batch.size}: the event that is too
+ * large, and every event beside it, would time out on every attempt, none of them ever
+ * counted as failed. Alone, the event the broker refuses fails as itself.
  */
 final class OutboxBatchSender {
 
 	private static final int MAX_CAUSE_DEPTH = 32;
+
+	// bounds the memory of timed-out sends (a long broker outage times out every batch)
+	private static final int MAX_TIMED_OUT = 10_000;
 
 	private final KafkaTemplate<String, byte[]> kafka;
 
 	private final OutboxSettings settings;
 
 	private final OutboxMetrics metrics;
+
+	/** Ids of the events whose last send timed out. */
+	private final Set<Long> timedOut = ConcurrentHashMap.newKeySet();
 
 	OutboxBatchSender(KafkaTemplate<String, byte[]> kafka, OutboxSettings settings, OutboxMetrics metrics) {
 		this.kafka = kafka;
@@ -71,7 +86,7 @@ final class OutboxBatchSender {
 	 * @return the batch being sent
 	 */
 	Sending begin(List<OutboxRecord> batch) {
-		Sending sending = new Sending(waves(batch), System.nanoTime() + this.settings.sendTimeout().toNanos(),
+		Sending sending = new Sending(alone(waves(batch), this.timedOut), System.nanoTime() + this.settings.sendTimeout().toNanos(),
 				new Outcome(batch.size()));
 		if (!sending.waves.isEmpty()) {
 			dispatch(sending, sending.waves.get(0));
@@ -132,9 +147,13 @@ final class OutboxBatchSender {
 				continue;
 			}
 			CompletableFuture<SendResult<String, byte[]>> send = send(event);
-			if (send.isCompletedExceptionally() && isTransient(cause(send))) {
-				// no metadata for the topic: its other sends would block as long
-				sending.failingTopics.put(event.topic(), cause(send));
+			if (send.isCompletedExceptionally()) {
+				// refused before it reached the producer's queue: nothing was sent beside it
+				sending.notQueued.add(event.id());
+				if (isTransient(cause(send))) {
+					// no metadata for the topic: its other sends would block as long
+					sending.failingTopics.put(event.topic(), cause(send));
+				}
 			}
 			sending.inFlight.add(event);
 			sending.sends.add(send);
@@ -147,6 +166,9 @@ final class OutboxBatchSender {
 		for (int i = 0; i < sending.inFlight.size(); i++) {
 			OutboxRecord event = sending.inFlight.get(i);
 			Throwable error = await(sending.sends.get(i), sending.deadline);
+			if (!sending.notQueued.contains(event.id())) {
+				remember(event, error);
+			}
 			if (error == null) {
 				outcome.sent.add(event.id());
 				this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
@@ -183,6 +205,58 @@ final class OutboxBatchSender {
 			waves.get(wave).add(event);
 		}
 		return waves;
+	}
+
+	/**
+	 * Give each event of the given ids a wave of its own, after the other events of its
+	 * wave: each is sent once everything sent before it is answered, and nothing is sent
+	 * beside it. Per-key order holds, as the events of one wave have different keys.
+	 * @param waves the waves of a batch
+	 * @param alone the ids of the events to send alone
+	 * @return the waves
+	 */
+	static List<List<OutboxRecord>> alone(List<List<OutboxRecord>> waves, Set<Long> alone) {
+		if (alone.isEmpty()) {
+			return waves;
+		}
+		List<List<OutboxRecord>> result = new ArrayList<>(waves.size());
+		for (List<OutboxRecord> wave : waves) {
+			List<OutboxRecord> together = new ArrayList<>(wave.size());
+			List<OutboxRecord> apart = new ArrayList<>();
+			for (OutboxRecord event : wave) {
+				(alone.contains(event.id()) ? apart : together).add(event);
+			}
+			if (!together.isEmpty()) {
+				result.add(together);
+			}
+			apart.forEach((event) -> result.add(List.of(event)));
+		}
+		return result;
+	}
+
+	// remembers whether an event's send timed out in the producer (the relay's wait or the
+	// producer's delivery timeout), so that it is sent alone next time
+	private void remember(OutboxRecord event, @Nullable Throwable error) {
+		if (error instanceof TimeoutException || isDeliveryTimeout(error)) {
+			if (this.timedOut.size() >= MAX_TIMED_OUT) {
+				this.timedOut.clear();
+			}
+			this.timedOut.add(event.id());
+		}
+		else if (!(error instanceof InterruptedException)) {
+			this.timedOut.remove(event.id());
+		}
+	}
+
+	private static boolean isDeliveryTimeout(@Nullable Throwable ex) {
+		Throwable cause = ex;
+		for (int depth = 0; cause != null && depth < MAX_CAUSE_DEPTH; depth++) {
+			if (cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+				return true;
+			}
+			cause = cause.getCause();
+		}
+		return false;
 	}
 
 	private static void block(Set<String> blockedKeys, OutboxRecord event) {
@@ -292,6 +366,8 @@ final class OutboxBatchSender {
 		final Map<String, Throwable> failingTopics = new HashMap<>();
 
 		final Set<String> blockedKeys = new HashSet<>();
+
+		final Set<Long> notQueued = new HashSet<>();
 
 		final List<OutboxRecord> inFlight = new ArrayList<>();
 

@@ -71,4 +71,49 @@ class OutboxKeyOrderIntegrationTests {
 		}
 	}
 
+	/**
+	 * An event over its topic's {@code max.message.bytes} sent in one producer batch with
+	 * other keys' events: the broker refuses the batch whole, and the producer splits it
+	 * and sends it again until its delivery timeout instead of failing the large event
+	 * alone. The timed-out send counts as an attempt of each of them (as every failed send
+	 * of this relay does); the next attempt must send them alone, so that the large one
+	 * fails as itself and is parked, and the others are published rather than parked
+	 * {@code DEAD} beside it.
+	 */
+	@Test
+	void anEventTooLargeForItsTopicSentInOneProducerBatchWithOtherKeysFailsAloneAndIsParked() {
+		String topic = "it-outbox-too-large-beside-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "2000"));
+		// a linger puts the events of a wave in one producer batch, as a busy producer would
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class, "alone",
+				"idempotency.outbox.max-attempts=2", "idempotency.outbox.poll-interval=200ms",
+				"idempotency.outbox.send-timeout=2s", "idempotency.outbox.initial-backoff=100ms",
+				"idempotency.outbox.max-backoff=500ms", "spring.kafka.producer.properties.linger.ms=200",
+				"spring.kafka.producer.properties.request.timeout.ms=1000");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			OutboxRelay relay = context.getBean(OutboxRelay.class);
+			relay.stop();
+			Outbox outbox = context.getBean(Outbox.class);
+			UUID tooLarge = context.getBean(TransactionTemplate.class).execute((status) -> {
+				UUID id = outbox.publish(topic, "key", "L".repeat(10_000));
+				for (int i = 0; i < 5; i++) {
+					outbox.publish(topic, "other-" + i, "small-" + i);
+				}
+				return id;
+			});
+			relay.start();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, "alone_outbox", tooLarge)));
+			assertThat(jdbc.queryForObject("SELECT last_error FROM alone_outbox WHERE event_id = ?", String.class,
+					tooLarge))
+				.contains("RecordTooLargeException");
+			List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
+					(records) -> records.stream().map(ConsumerRecord::value).distinct().count() >= 5,
+					Duration.ofSeconds(30));
+			assertThat(received).extracting(ConsumerRecord::value)
+				.containsOnly("small-0", "small-1", "small-2", "small-3", "small-4");
+		}
+	}
+
 }

@@ -220,6 +220,46 @@ class OutboxReplicationRelayIntegrationTests {
 		}
 	}
 
+	/**
+	 * As {@code OutboxKeyOrderIntegrationTests}' test of the same name: an event too large
+	 * for its topic in one producer batch with other keys' events (which Kafka clients
+	 * before 4.2 split into the same batch again until the delivery timeout) is sent alone
+	 * after the timed-out send, fails as itself and is parked; the others are published.
+	 */
+	@Test
+	void anEventTooLargeForItsTopicSentInOneProducerBatchWithOtherKeysFailsAloneAndIsParked() {
+		String name = slot("replalone");
+		String topic = "it-repl-alone-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "2000"));
+		// a linger puts the events of a wave in one producer batch, as a busy producer would
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name, "idempotency.outbox.max-attempts=1",
+				"idempotency.outbox.send-timeout=2s", "idempotency.outbox.initial-backoff=100ms",
+				"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms",
+				"spring.kafka.producer.properties.linger.ms=200",
+				"spring.kafka.producer.properties.request.timeout.ms=1000");
+				TestConsumer consumer = new TestConsumer(topic)) {
+			UUID tooLarge = context.getBean(TransactionTemplate.class).execute((status) -> {
+				Outbox outbox = context.getBean(Outbox.class);
+				UUID id = outbox.publish(topic, "key", "L".repeat(10_000));
+				for (int i = 0; i < 5; i++) {
+					outbox.publish(topic, "other-" + i, "small-" + i);
+				}
+				return id;
+			});
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, name + "_outbox", tooLarge)));
+			assertThat(jdbc.queryForObject("SELECT last_error FROM " + name + "_outbox WHERE event_id = ?",
+					String.class, tooLarge))
+				.contains("RecordTooLargeException");
+			List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
+					(records) -> records.stream().map(ConsumerRecord::value).distinct().count() >= 5,
+					Duration.ofSeconds(30));
+			assertThat(received).extracting(ConsumerRecord::value)
+				.containsOnly("small-0", "small-1", "small-2", "small-3", "small-4");
+		}
+	}
+
 	@Test
 	void aRefusedEventHoldsBackTheLaterEventsOfItsKeyReadWhileItWasInFlight() {
 		String name = slot("replahead");
