@@ -9,7 +9,9 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
@@ -146,6 +148,16 @@ public final class FaultDriver {
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
+				Map<String, Integer> proxyPorts = Map.of("postgres", postgresProxy.port(), "kafka", kafkaProxy.port(),
+						"redis", redisProxy.port());
+				// the soak's first reading, once the workload is warm (a tenth into the window)
+				ScheduledExecutorService vitals = new ScheduledThreadPoolExecutor(1);
+				ScheduledFuture<Vitals.Sample> firstVitals = vitals.schedule(() -> {
+					Vitals.Sample sample = Vitals.sample("start", this.workload.processes(), proxyPorts,
+							this.postgres.jdbcUrl());
+					sample.lines().forEach(this::log);
+					return sample;
+				}, this.options.window().toMillis() / 10, TimeUnit.MILLISECONDS);
 				Thread sender = new Thread(() -> {
 					try {
 						producer.sendAll(this.options.window().multipliedBy(8).dividedBy(10));
@@ -197,6 +209,16 @@ public final class FaultDriver {
 						this.brokerRestarts, this.pauses, this.replayed, this.networkFaults,
 						this.networkFaultsWithoutEffect, this.exits, this.exitsWhilePgDown));
 				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
+				Vitals.Sample lastVitals = Vitals.sample("end", this.workload.processes(), proxyPorts,
+						this.postgres.jdbcUrl());
+				lastVitals.lines().forEach(this::log);
+				try {
+					Vitals.compare(firstVitals.get(), lastVitals).forEach(this::log);
+				}
+				catch (ExecutionException ex) {
+					log("vitals: the first reading failed: " + ex.getCause());
+				}
+				vitals.shutdown();
 				this.workload.stopAll();
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
