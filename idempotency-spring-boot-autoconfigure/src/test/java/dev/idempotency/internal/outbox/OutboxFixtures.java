@@ -11,6 +11,7 @@ import java.util.function.Consumer;
 
 import dev.idempotency.outbox.Outbox;
 import dev.idempotency.test.TestApplications;
+import dev.idempotency.test.TestConsumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 import org.springframework.boot.SpringBootConfiguration;
@@ -21,6 +22,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * What the outbox tests share: an application that writes and relays events on an outbox
@@ -111,6 +113,47 @@ final class OutboxFixtures {
 	static void publishInOneTransaction(ApplicationContext context, Consumer<Outbox> events) {
 		Outbox outbox = context.getBean(Outbox.class);
 		context.getBean(TransactionTemplate.class).executeWithoutResult((status) -> events.accept(outbox));
+	}
+
+	/**
+	 * Publish, in one transaction, an event of key {@code key} too large for a topic whose
+	 * {@code max.message.bytes} is 2000, then five small events of five other keys
+	 * ({@code small-0} to {@code small-4}): the relay sends them in one wave.
+	 * @param context the application
+	 * @param topic the topic
+	 * @return the id of the large event
+	 */
+	static UUID publishTooLargeBesideOthers(ApplicationContext context, String topic) {
+		Outbox outbox = context.getBean(Outbox.class);
+		return context.getBean(TransactionTemplate.class).execute((status) -> {
+			UUID id = outbox.publish(topic, "key", "L".repeat(10_000));
+			for (int i = 0; i < 5; i++) {
+				outbox.publish(topic, "other-" + i, "small-" + i);
+			}
+			return id;
+		});
+	}
+
+	/**
+	 * Assert that the event {@link #publishTooLargeBesideOthers} published too large is
+	 * parked {@code DEAD} with the broker's refusal as its error, and that the small events
+	 * beside it arrive.
+	 * @param jdbc a template on the outbox's database
+	 * @param table the outbox table
+	 * @param tooLarge the large event
+	 * @param consumer a consumer of the topic
+	 */
+	static void assertTooLargeParkedAndOthersPublished(JdbcTemplate jdbc, String table, UUID tooLarge,
+			TestConsumer consumer) {
+		await().atMost(Duration.ofSeconds(30)).until(() -> "DEAD".equals(status(jdbc, table, tooLarge)));
+		assertThat(jdbc.queryForObject("SELECT last_error FROM " + table + " WHERE event_id = ?", String.class,
+				tooLarge))
+			.contains("RecordTooLargeException");
+		List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
+				(records) -> records.stream().map(ConsumerRecord::value).distinct().count() >= 5,
+				Duration.ofSeconds(30));
+		assertThat(received).extracting(ConsumerRecord::value)
+			.containsOnly("small-0", "small-1", "small-2", "small-3", "small-4");
 	}
 
 	/**

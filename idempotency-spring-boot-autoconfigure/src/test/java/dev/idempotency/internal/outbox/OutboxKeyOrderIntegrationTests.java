@@ -93,26 +93,10 @@ class OutboxKeyOrderIntegrationTests {
 				TestConsumer consumer = new TestConsumer(topic)) {
 			OutboxRelay relay = context.getBean(OutboxRelay.class);
 			relay.stop();
-			Outbox outbox = context.getBean(Outbox.class);
-			UUID tooLarge = context.getBean(TransactionTemplate.class).execute((status) -> {
-				UUID id = outbox.publish(topic, "key", "L".repeat(10_000));
-				for (int i = 0; i < 5; i++) {
-					outbox.publish(topic, "other-" + i, "small-" + i);
-				}
-				return id;
-			});
+			UUID tooLarge = OutboxFixtures.publishTooLargeBesideOthers(context, topic);
 			relay.start();
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			await().atMost(Duration.ofSeconds(30))
-				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, "alone_outbox", tooLarge)));
-			assertThat(jdbc.queryForObject("SELECT last_error FROM alone_outbox WHERE event_id = ?", String.class,
-					tooLarge))
-				.contains("RecordTooLargeException");
-			List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
-					(records) -> records.stream().map(ConsumerRecord::value).distinct().count() >= 5,
-					Duration.ofSeconds(30));
-			assertThat(received).extracting(ConsumerRecord::value)
-				.containsOnly("small-0", "small-1", "small-2", "small-3", "small-4");
+			OutboxFixtures.assertTooLargeParkedAndOthersPublished(context.getBean(JdbcTemplate.class), "alone_outbox",
+					tooLarge, consumer);
 		}
 	}
 

@@ -238,25 +238,9 @@ class OutboxReplicationRelayIntegrationTests {
 				"spring.kafka.producer.properties.linger.ms=200",
 				"spring.kafka.producer.properties.request.timeout.ms=1000");
 				TestConsumer consumer = new TestConsumer(topic)) {
-			UUID tooLarge = context.getBean(TransactionTemplate.class).execute((status) -> {
-				Outbox outbox = context.getBean(Outbox.class);
-				UUID id = outbox.publish(topic, "key", "L".repeat(10_000));
-				for (int i = 0; i < 5; i++) {
-					outbox.publish(topic, "other-" + i, "small-" + i);
-				}
-				return id;
-			});
-			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			await().atMost(Duration.ofSeconds(30))
-				.until(() -> "DEAD".equals(OutboxFixtures.status(jdbc, name + "_outbox", tooLarge)));
-			assertThat(jdbc.queryForObject("SELECT last_error FROM " + name + "_outbox WHERE event_id = ?",
-					String.class, tooLarge))
-				.contains("RecordTooLargeException");
-			List<ConsumerRecord<String, String>> received = consumer.receiveUntil(
-					(records) -> records.stream().map(ConsumerRecord::value).distinct().count() >= 5,
-					Duration.ofSeconds(30));
-			assertThat(received).extracting(ConsumerRecord::value)
-				.containsOnly("small-0", "small-1", "small-2", "small-3", "small-4");
+			UUID tooLarge = OutboxFixtures.publishTooLargeBesideOthers(context, topic);
+			OutboxFixtures.assertTooLargeParkedAndOthersPublished(context.getBean(JdbcTemplate.class),
+					name + "_outbox", tooLarge, consumer);
 		}
 	}
 
