@@ -26,6 +26,9 @@ import org.apache.kafka.common.TopicPartitionInfo;
  */
 final class BrokerKill {
 
+	/** How long the victim may take to find. */
+	private static final Duration LOOKUP_TIMEOUT = Duration.ofSeconds(10);
+
 	/** How long a leadership may take to move after the kill (the broker session is 3 s). */
 	private static final Duration MOVE_TIMEOUT = Duration.ofSeconds(20);
 
@@ -61,14 +64,21 @@ final class BrokerKill {
 			int victim;
 			List<TopicPartition> led = new ArrayList<>();
 			if (holder != null) {
+				// a loaded machine may not answer the first time: ask for up to 10 s
 				victim = holder.probe(admin);
+				for (long deadline = System.nanoTime() + LOOKUP_TIMEOUT.toNanos(); victim < 0
+						&& System.nanoTime() < deadline;) {
+					Thread.sleep(500);
+					victim = holder.probe(admin);
+				}
 			}
 			else {
 				victim = this.cluster.brokers().get((int) (fault.fraction() * this.cluster.size())).nodeId();
 				led.addAll(ledBy(admin, victim));
 			}
 			if (victim < 0) {
-				this.log.accept("broker kill: no broker is " + holder.what() + " now; not counted");
+				this.log.accept("broker kill: could not find " + holder.what() + " in "
+						+ LOOKUP_TIMEOUT.toSeconds() + " s; not counted");
 				return false;
 			}
 			String what = (holder != null) ? holder.what()

@@ -156,9 +156,9 @@ final class KafkaCluster {
 	/** The node id of the group's coordinator, or -1 when it cannot be found now. */
 	static int coordinator(Admin admin, String group) {
 		try {
-			Node node = admin.describeConsumerGroups(List.of(group), new DescribeConsumerGroupsOptions().timeoutMs(3000))
+			Node node = admin.describeConsumerGroups(List.of(group), new DescribeConsumerGroupsOptions().timeoutMs(5000))
 				.all()
-				.get(5, TimeUnit.SECONDS)
+				.get(10, TimeUnit.SECONDS)
 				.get(group)
 				.coordinator();
 			return id(node);
@@ -169,9 +169,9 @@ final class KafkaCluster {
 	}
 
 	static Map<String, TopicDescription> describe(Admin admin, Collection<String> topics) throws Exception {
-		return admin.describeTopics(topics, new DescribeTopicsOptions().timeoutMs(3000))
+		return admin.describeTopics(topics, new DescribeTopicsOptions().timeoutMs(5000))
 			.allTopicNames()
-			.get(5, TimeUnit.SECONDS);
+			.get(10, TimeUnit.SECONDS);
 	}
 
 	/**
