@@ -55,9 +55,10 @@ final class Checker {
 	 * @param pgOutageSeconds how long PostgreSQL was down in all, by stops and crashes
 	 * @param redisOutageSeconds how long Redis was down in all, by restarts and long outages
 	 * @param modes what the workload ran (see {@link RunOptions#modes()})
+	 * @param brokerKills SIGKILLs of one Kafka broker whose leadership moved (see {@link BrokerKill})
 	 */
 	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long networkFaults,
-			long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes) {
+			long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes, long brokerKills) {
 
 	}
 
@@ -66,7 +67,8 @@ final class Checker {
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
 			long networkFaults, long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes,
-			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations) {
+			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations,
+			long brokerKills) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -75,7 +77,8 @@ final class Checker {
 		String summary() {
 			return "events=" + this.events + " duplicates_injected=" + this.duplicatesInjected + " kills=" + this.kills
 					+ " redis_restarts=" + this.redisRestarts + " db_kills=" + this.dbKills + " network_faults="
-					+ this.networkFaults + " pg_crashes=" + this.pgCrashes + " pg_outage_s="
+					+ this.networkFaults + " pg_crashes=" + this.pgCrashes + " broker_kills=" + this.brokerKills
+					+ " pg_outage_s="
 					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " redis_outage_s="
 					+ String.format(Locale.ROOT, "%.1f", this.redisOutageSeconds) + " modes=" + this.modes
 					+ " applied_once=" + this.appliedOnce
@@ -162,7 +165,7 @@ final class Checker {
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
 				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(),
 				faults.redisOutageSeconds(), faults.modes(), once, twice, lost, outboxLost, orderViolations[0],
-				List.copyOf(violations));
+				List.copyOf(violations), faults.brokerKills());
 	}
 
 	private static List<String> balances(Statement statement) throws SQLException {

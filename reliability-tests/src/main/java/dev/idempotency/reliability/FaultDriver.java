@@ -14,6 +14,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
@@ -48,7 +49,7 @@ public final class FaultDriver {
 
 	private RedisProcess redis;
 
-	private KafkaBroker broker;
+	private KafkaCluster broker;
 
 	// in the order of FaultPlan.SERVERS
 	private final List<NetworkProxy> proxies = new ArrayList<>();
@@ -89,6 +90,8 @@ public final class FaultDriver {
 	private final List<String> crashLosses = new ArrayList<>();
 
 	private long brokerRestarts;
+
+	private long brokerKills;
 
 	private long pauses;
 
@@ -132,9 +135,17 @@ public final class FaultDriver {
 			this.redis.start();
 			NetworkProxy kafkaProxy = proxy("kafka");
 			NetworkProxy redisProxy = proxy("redis").start(this.redis.port());
+			// one proxy per broker, the first in the place of FaultPlan.SERVERS, the others after
+			List<NetworkProxy> kafkaProxies = new ArrayList<>(List.of(kafkaProxy));
+			for (int id = 2; id <= this.options.brokers(); id++) {
+				kafkaProxies.add(proxy("kafka-" + id));
+			}
 			// the workload's listener is advertised at the proxy: the clients reconnect there
-			this.broker = new KafkaBroker(this.directory.resolve("kafka"), kafkaProxy.port());
-			kafkaProxy.start(this.broker.workloadPort());
+			this.broker = new KafkaCluster(this.directory.resolve("kafka"),
+					kafkaProxies.stream().map(NetworkProxy::port).toList());
+			for (int i = 0; i < kafkaProxies.size(); i++) {
+				kafkaProxies.get(i).start(this.broker.brokers().get(i).workloadPort());
+			}
 			this.broker.start();
 			this.broker.createTopics(Map.of(TransferListeners.TOPIC, FaultPlan.PARTITIONS, Ledger.EVENTS_TOPIC,
 					FaultPlan.PARTITIONS, Checker.DEAD_LETTER_TOPIC, FaultPlan.PARTITIONS));
@@ -144,7 +155,10 @@ public final class FaultDriver {
 				this.database.createSchema(producer.transfers(), this.options.accounts());
 				this.workload = new Workload(this.options,
 						"jdbc:postgresql://127.0.0.1:" + postgresProxy.port() + "/postgres",
-						"127.0.0.1:" + kafkaProxy.port(), "redis://127.0.0.1:" + redisProxy.port(), this.directory);
+						kafkaProxies.stream()
+							.map((proxy) -> "127.0.0.1:" + proxy.port())
+							.collect(Collectors.joining(",")),
+						"redis://127.0.0.1:" + redisProxy.port(), this.directory);
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
@@ -203,10 +217,10 @@ public final class FaultDriver {
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
 				log(String.format(
-						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d long_redis_outages=%d db_kills=%d (backends=%d) db_outages=%d long_pg_outages=%d pg_crashes=%d broker_restarts=%d pauses=%d replayed=%d network_faults=%d (without effect=%d) exited_by_themselves=%d (while postgres was down=%d)",
+						"faults: kills=%d (mid-relay-batch=%d) redis_restarts=%d long_redis_outages=%d db_kills=%d (backends=%d) db_outages=%d long_pg_outages=%d pg_crashes=%d broker_restarts=%d broker_kills=%d pauses=%d replayed=%d network_faults=%d (without effect=%d) exited_by_themselves=%d (while postgres was down=%d)",
 						this.kills, this.midRelayKills, this.redisRestarts, this.longRedisOutages, this.dbKills,
 						this.backendsTerminated, this.dbOutages, this.longPgOutages, this.pgCrashes,
-						this.brokerRestarts, this.pauses, this.replayed, this.networkFaults,
+						this.brokerRestarts, this.brokerKills, this.pauses, this.replayed, this.networkFaults,
 						this.networkFaultsWithoutEffect, this.exits, this.exitsWhilePgDown));
 				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
 				Vitals.Sample lastVitals = Vitals.sample("end", this.workload.processes(), proxyPorts,
@@ -223,7 +237,7 @@ public final class FaultDriver {
 				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
 							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
-							this.redisDownNanos / 1e9, this.options.modes()),
+							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills),
 							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
@@ -287,12 +301,18 @@ public final class FaultDriver {
 			}
 			case PG_CRASH -> crashPostgres(fault);
 			case BROKER_RESTART -> {
-				log("kafka stop for " + fault.duration().toMillis() + " ms");
+				// a cluster's brokers all stop: no quorum, no leader, until they are back
+				log("kafka stop (" + this.broker.size() + " brokers) for " + fault.duration().toMillis() + " ms");
 				this.broker.stop();
 				Thread.sleep(fault.duration().toMillis());
 				this.broker.start();
 				this.brokerRestarts++;
 				log("kafka started");
+			}
+			case BROKER_KILL -> {
+				if (new BrokerKill(this.broker, this::log).inject(fault)) {
+					this.brokerKills++;
+				}
 			}
 			case PAUSE -> {
 				JavaProcess process = running(fault.target());
@@ -322,7 +342,7 @@ public final class FaultDriver {
 	 * up to {@link #NETWORK_FAULT_EXTENSION} more.
 	 */
 	private void injectNetworkFault(FaultPlan.Fault fault) {
-		NetworkProxy proxy = this.proxies.get(fault.target());
+		NetworkProxy proxy = networkFaultProxy(fault);
 		NetworkProxy.Stats before = proxy.stats();
 		String what = fault.kind() + " " + proxy.name();
 		long extended = 0;
@@ -388,6 +408,15 @@ public final class FaultDriver {
 			case DROP_CONNECTIONS -> after.reset() - before.reset();
 			default -> after.heldBytes() - before.heldBytes() + after.heldConnections() - before.heldConnections();
 		};
+	}
+
+	// a fault against Kafka disturbs one broker's proxy, drawn from the fault's moment
+	private NetworkProxy networkFaultProxy(FaultPlan.Fault fault) {
+		int broker = (int) (fault.at().toMillis() % this.broker.size());
+		if (!"kafka".equals(FaultPlan.SERVERS.get(fault.target())) || broker == 0) {
+			return this.proxies.get(fault.target());
+		}
+		return this.proxies.get(FaultPlan.SERVERS.size() + broker - 1);
 	}
 
 	private NetworkProxy proxy(String name) {

@@ -49,8 +49,18 @@ final class FaultPlan {
 		 */
 		LONG_REDIS_OUTAGE,
 
-		/** Stop the Kafka broker for {@code duration}, then start it again. */
+		/**
+		 * Stop every Kafka broker for {@code duration}, then start them again: with a
+		 * cluster, a cluster without a quorum.
+		 */
 		BROKER_RESTART,
+
+		/**
+		 * SIGKILL one broker of a cluster, chosen by {@code target} (see
+		 * {@link FaultPlan#BROKER_KILL_TARGETS}) and {@code fraction}, and start it again on
+		 * the same data after {@code duration}.
+		 */
+		BROKER_KILL,
 
 		/** SIGSTOP a workload process for {@code duration}, then SIGCONT. */
 		PAUSE,
@@ -92,7 +102,8 @@ final class FaultPlan {
 	 * @param target the workload process (or partition, for a replay, or index in
 	 * {@link #SERVERS}, for a network fault)
 	 * @param duration how long the fault lasts
-	 * @param fraction for a replay, where in the partition it starts (0 = the beginning)
+	 * @param fraction for a replay, where in the partition it starts (0 = the beginning);
+	 * for a broker kill, which partition or broker (its share of their number)
 	 * @param delay for added latency, the delay of each chunk each way
 	 */
 	record Fault(Duration at, Kind kind, int target, Duration duration, double fraction, Duration delay) {
@@ -100,7 +111,9 @@ final class FaultPlan {
 		@Override
 		public String toString() {
 			String fault = String.format("%6.1fs %s target=%s duration=%.1fs", this.at.toMillis() / 1000.0, this.kind,
-					this.kind.isNetworkFault() ? SERVERS.get(this.target) : Integer.toString(this.target),
+					this.kind.isNetworkFault() ? SERVERS.get(this.target)
+							: (this.kind == Kind.BROKER_KILL) ? BROKER_KILL_TARGETS.get(this.target)
+									: Integer.toString(this.target),
 					this.duration.toMillis() / 1000.0);
 			return (this.kind == Kind.LATENCY) ? fault + " delay=" + this.delay.toMillis() + "ms" : fault;
 		}
@@ -111,6 +124,15 @@ final class FaultPlan {
 
 	/** Longer than the consumer's session timeout (6 s) and the relay's lease (10 s). */
 	static final Duration PAUSE = Duration.ofSeconds(14);
+
+	/**
+	 * What a broker kill kills, as its target, in turn: the leader of a partition of
+	 * {@code transfers}, the coordinator of the workload's consumer group, the leader of a
+	 * partition of {@code transfer-events} (which the relay writes; the workload uses no
+	 * Kafka transactions, hence no transaction coordinator), a broker drawn at random.
+	 */
+	static final List<String> BROKER_KILL_TARGETS = List.of("transfers-leader", "group-coordinator",
+			"transfer-events-leader", "random-broker");
 
 	/** The servers the workload reaches through a proxy, as a network fault's target. */
 	static final List<String> SERVERS = List.of("postgres", "kafka", "redis");
@@ -186,6 +208,13 @@ final class FaultPlan {
 				LONG_PG_OUTAGE_MIN.toMillis(), LONG_PG_OUTAGE_MAX.toMillis());
 		add(faults, random, options.longRedisOutages(), Kind.LONG_REDIS_OUTAGE, from, span, 1,
 				LONG_REDIS_OUTAGE_MIN.toMillis(), LONG_REDIS_OUTAGE_MAX.toMillis());
+		// drawn last, for the same reason; the targets in turn
+		for (int i = 0; i < options.brokerKills(); i++) {
+			long at = from + (long) (random.nextDouble() * span);
+			long duration = 2000 + (long) (random.nextDouble() * 4000);
+			faults.add(new Fault(Duration.ofMillis(at), Kind.BROKER_KILL, i % BROKER_KILL_TARGETS.size(),
+					Duration.ofMillis(duration), random.nextDouble(), Duration.ZERO));
+		}
 		faults.sort(Comparator.comparing(Fault::at));
 		this.faults = List.copyOf(faults);
 	}

@@ -31,12 +31,15 @@ import java.util.Set;
  * @param window the time over which the transfers are sent and the faults spread
  * @param drainTimeout how long to wait for the workload to drain after the window
  * @param control whether the workload runs the negative control (no {@code @Idempotent})
+ * @param brokers Kafka brokers: 1, or a cluster of 3 or more whose topics have three
+ * replicas
+ * @param brokerKills SIGKILLs of one broker of the cluster (each restarted)
  * @param workDirectory where the servers keep their data and the processes their logs
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
 		int networkFaults, int longPgOutages, int longRedisOutages, Duration window, Duration drainTimeout, boolean control, String relay,
-		Path workDirectory) {
+		int brokers, int brokerKills, Path workDirectory) {
 
 	/** The outbox relay of the workload: the table relay (the default). */
 	static final String TABLE_RELAY = "table";
@@ -47,17 +50,17 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
 		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, Duration.ofSeconds(60),
-				Duration.ofMinutes(3), false, TABLE_RELAY, workDirectory);
+				Duration.ofMinutes(3), false, TABLE_RELAY, 1, 0, workDirectory);
 	}
 
 	/**
 	 * The full size: at least 200,000 transfers, 50 kills, 5 Redis restarts, 5 backend
 	 * kills, 3 PostgreSQL crashes, 50 network faults, a long PostgreSQL outage and a long
-	 * Redis outage.
+	 * Redis outage; three brokers and 20 broker kills.
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
 		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, 1, 1, Duration.ofMinutes(15),
-				Duration.ofMinutes(30), false, TABLE_RELAY, workDirectory);
+				Duration.ofMinutes(30), false, TABLE_RELAY, 3, 20, workDirectory);
 	}
 
 	/**
@@ -80,13 +83,13 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
 		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
-				Duration.ofMinutes(2), true, TABLE_RELAY, workDirectory);
+				Duration.ofMinutes(2), true, TABLE_RELAY, 1, 0, workDirectory);
 	}
 
 	/**
 	 * Parse {@code --size=ci|full|control} and overrides such as {@code --events=1000},
 	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true},
-	 * {@code --relay=replication}.
+	 * {@code --relay=replication}, {@code --brokers=3}, {@code --broker-kills=4}.
 	 */
 	static RunOptions parse(String[] args) {
 		Map<String, String> values = new HashMap<>();
@@ -125,18 +128,25 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				integer(remaining, "long-redis-outages", this.longRedisOutages), duration(remaining, "window", this.window),
 				duration(remaining, "drain-timeout", this.drainTimeout),
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
-				remaining.getOrDefault("relay", this.relay), this.workDirectory);
+				remaining.getOrDefault("relay", this.relay), integer(remaining, "brokers", this.brokers),
+				integer(remaining, "broker-kills", this.brokerKills), this.workDirectory);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
 					"network-faults", "long-pg-outages", "long-redis-outages", "window", "drain-timeout", "control",
-					"relay"));
+					"relay", "brokers", "broker-kills"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
 		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1
 				|| options.networkFaults < 0 || options.longPgOutages < 0 || options.longRedisOutages < 0) {
 			throw new IllegalArgumentException("Inconsistent options " + options);
+		}
+		// a broker kill needs a cluster that survives it: 3 replicas, 2 of them in sync
+		if (options.brokers < 1 || options.brokers == 2 || options.brokerKills < 0
+				|| (options.brokerKills > 0 && options.brokers < 3)) {
+			throw new IllegalArgumentException("--brokers takes 1 or 3 and more, --broker-kills needs 3 brokers: "
+					+ options);
 		}
 		if (!options.relay.equals(TABLE_RELAY) && !options.relay.equals(REPLICATION_RELAY)) {
 			throw new IllegalArgumentException("--relay takes " + TABLE_RELAY + " or " + REPLICATION_RELAY + ", not "

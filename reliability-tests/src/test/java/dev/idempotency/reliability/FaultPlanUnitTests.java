@@ -7,12 +7,14 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
  * The network faults of a plan: drawn from the seed after the other faults, every kind in
  * turn, while the transfers flow, and the black holes and half-open connections longer
  * than the workload's timeouts. The long outages: at the full size only, drawn after
- * every other fault, longer than the infrastructure retry's longest interval.
+ * every other fault, longer than the infrastructure retry's longest interval. The broker
+ * kills: at the full size only (on three brokers), drawn last, their targets in turn.
  */
 class FaultPlanUnitTests {
 
@@ -108,12 +110,14 @@ class FaultPlanUnitTests {
 		assertThat(longOutages(new FaultPlan(with))).hasSize(2);
 		assertThat(plan.stream().filter((fault) -> !isLongOutage(fault)).toList())
 			.isEqualTo(new FaultPlan(without).faults());
-		// and at the full size, with its network faults drawn before them
+		// and at the full size, with its network faults drawn before them (its broker kills after)
 		RunOptions full = RunOptions.full(20261123L, WORK);
 		RunOptions fullWithout = RunOptions.parse(new String[] { "--size=full", "--seed=20261123",
-				"--long-pg-outages=0", "--long-redis-outages=0" });
-		assertThat(new FaultPlan(full).faults().stream().filter((fault) -> !isLongOutage(fault)).toList())
-			.isEqualTo(new FaultPlan(fullWithout).faults());
+				"--long-pg-outages=0", "--long-redis-outages=0", "--broker-kills=0" });
+		assertThat(new FaultPlan(full).faults()
+			.stream()
+			.filter((fault) -> !isLongOutage(fault) && fault.kind() != FaultPlan.Kind.BROKER_KILL)
+			.toList()).isEqualTo(new FaultPlan(fullWithout).faults());
 	}
 
 	@Test
@@ -125,6 +129,61 @@ class FaultPlanUnitTests {
 		assertThat(outages).filteredOn((fault) -> fault.kind() == FaultPlan.Kind.LONG_REDIS_OUTAGE).hasSize(2);
 		assertThat(longOutages(new FaultPlan(RunOptions
 			.parse(new String[] { "--seed=12", "--long-pg-outages=3", "--long-redis-outages=2" })))).isNotEqualTo(outages);
+	}
+
+	@Test
+	void theCiSizeAndTheControlHaveOneBrokerAndNoBrokerKill() {
+		for (RunOptions options : List.of(RunOptions.ci(20261127L, WORK), RunOptions.control(42, WORK),
+				RunOptions.parse(new String[] { "--seed=3" }))) {
+			assertThat(options.brokers()).isEqualTo(1);
+			assertThat(brokerKills(new FaultPlan(options))).isEmpty();
+		}
+	}
+
+	@Test
+	void theFullSizeHasThreeBrokersAndTwentyBrokerKillsWhoseTargetsComeInTurn() {
+		RunOptions options = RunOptions.full(20261127L, WORK);
+		assertThat(options.brokers()).isEqualTo(3);
+		List<FaultPlan.Fault> kills = brokerKills(new FaultPlan(options));
+		assertThat(kills).hasSizeGreaterThanOrEqualTo(20);
+		for (int target = 0; target < FaultPlan.BROKER_KILL_TARGETS.size(); target++) {
+			assertThat(kills).extracting(FaultPlan.Fault::target).filteredOn(Integer.valueOf(target)::equals).hasSize(5);
+		}
+		for (FaultPlan.Fault fault : kills) {
+			assertThat(fault.at()).isBetween(options.window().dividedBy(10),
+					options.window().multipliedBy(9).dividedBy(10));
+			assertThat(fault.duration()).isBetween(Duration.ofSeconds(2), Duration.ofSeconds(6));
+			assertThat(fault.fraction()).isBetween(0.0, 1.0);
+		}
+	}
+
+	@Test
+	void brokerKillsAreOverridableAndLeaveTheScheduleOfEveryOtherFaultAsTheSeedGaveIt() {
+		RunOptions with = RunOptions.parse(new String[] { "--seed=5", "--brokers=3", "--broker-kills=4" });
+		RunOptions without = RunOptions.parse(new String[] { "--seed=5" });
+		assertThat(with.brokers()).isEqualTo(3);
+		List<FaultPlan.Fault> plan = new FaultPlan(with).faults();
+		assertThat(brokerKills(new FaultPlan(with))).hasSize(4)
+			.extracting(FaultPlan.Fault::target)
+			.containsExactlyInAnyOrder(0, 1, 2, 3);
+		assertThat(plan.stream().filter((fault) -> fault.kind() != FaultPlan.Kind.BROKER_KILL).toList())
+			.isEqualTo(new FaultPlan(without).faults());
+		assertThat(brokerKills(new FaultPlan(with))).isEqualTo(brokerKills(new FaultPlan(with)));
+	}
+
+	@Test
+	void brokerKillsNeedAClusterOfThree() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> RunOptions.parse(new String[] { "--seed=5", "--broker-kills=1" }));
+		assertThatIllegalArgumentException().isThrownBy(() -> RunOptions.parse(new String[] { "--brokers=2" }));
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> RunOptions.parse(new String[] { "--size=full", "--brokers=1" }));
+		assertThat(RunOptions.parse(new String[] { "--size=full", "--brokers=1", "--broker-kills=0" }).brokers())
+			.isEqualTo(1);
+	}
+
+	private static List<FaultPlan.Fault> brokerKills(FaultPlan plan) {
+		return plan.faults().stream().filter((fault) -> fault.kind() == FaultPlan.Kind.BROKER_KILL).toList();
 	}
 
 	private static boolean isLongOutage(FaultPlan.Fault fault) {
