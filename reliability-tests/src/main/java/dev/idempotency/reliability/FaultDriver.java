@@ -162,8 +162,8 @@ public final class FaultDriver {
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
-				Map<String, Integer> proxyPorts = Map.of("postgres", postgresProxy.port(), "kafka", kafkaProxy.port(),
-						"redis", redisProxy.port());
+				Map<String, List<Integer>> proxyPorts = Map.of("postgres", List.of(postgresProxy.port()), "kafka",
+						kafkaProxies.stream().map(NetworkProxy::port).toList(), "redis", List.of(redisProxy.port()));
 				// the soak's first reading, once the workload is warm (a tenth into the window)
 				ScheduledExecutorService vitals = new ScheduledThreadPoolExecutor(1);
 				ScheduledFuture<Vitals.Sample> firstVitals = vitals.schedule(() -> {

@@ -98,11 +98,13 @@ final class Vitals {
 	 * Read the vitals of the running processes and of the tables.
 	 * @param label when
 	 * @param processes the workload processes (paused or stopped ones are left out)
-	 * @param proxyPorts the proxy port of each server, by name
+	 * @param proxyPorts the proxy ports of each server, by name (a cluster's brokers have one
+	 * each)
 	 * @param jdbcUrl the database, reached directly
 	 * @return the reading
 	 */
-	static Sample sample(String label, List<JavaProcess> processes, Map<String, Integer> proxyPorts, String jdbcUrl) {
+	static Sample sample(String label, List<JavaProcess> processes, Map<String, List<Integer>> proxyPorts,
+			String jdbcUrl) {
 		List<Process> read = new ArrayList<>();
 		for (JavaProcess process : processes) {
 			if (!process.isAlive() || process.isPaused()) {
@@ -176,7 +178,7 @@ final class Vitals {
 		}
 	}
 
-	private static Map<String, Integer> connections(long pid, Map<String, Integer> proxyPorts) {
+	private static Map<String, Integer> connections(long pid, Map<String, List<Integer>> proxyPorts) {
 		Set<String> sockets = new HashSet<>();
 		try (var fds = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
 			fds.forEach((fd) -> {
@@ -210,8 +212,8 @@ final class Vitals {
 					continue;
 				}
 				int remotePort = Integer.parseInt(fields[2].substring(fields[2].indexOf(':') + 1), 16);
-				proxyPorts.forEach((server, port) -> {
-					if (port == remotePort) {
+				proxyPorts.forEach((server, ports) -> {
+					if (ports.contains(remotePort)) {
 						counts.merge(server, 1, Integer::sum);
 					}
 				});

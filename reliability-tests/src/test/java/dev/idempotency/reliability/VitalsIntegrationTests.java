@@ -35,8 +35,8 @@ class VitalsIntegrationTests {
 			holder.start();
 			try {
 				await().atMost(Duration.ofSeconds(30)).until(() -> accepted.size() == 4);
-				Map<String, Integer> ports = Map.of("postgres", postgres.getLocalPort(), "redis", redis.getLocalPort(),
-						"kafka", 1);
+				Map<String, List<Integer>> ports = Map.of("postgres", List.of(postgres.getLocalPort()), "redis",
+						List.of(redis.getLocalPort()), "kafka", List.of(1, 2));
 				Vitals.Sample sample = Vitals.sample("start", List.of(holder), ports, "jdbc:postgresql://127.0.0.1:1/x");
 				assertThat(sample.processes()).singleElement().satisfies((process) -> {
 					assertThat(process.pid()).isEqualTo(holder.pid());
