@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 import dev.idempotency.internal.outbox.OutboxParking.Parked;
@@ -82,17 +81,17 @@ final class ReplicationDelivery {
 	 * may be read meanwhile, but nothing more may be sent before {@link #finish}.
 	 * @param batch the events, in commit order
 	 * @param transactions the transactions the events come from
-	 * @param running answers {@code false} once the relay stops
+	 * @param pause waits, keeping the stream alive; answers {@code false} once the relay stops
 	 * @return the batch in flight
 	 * @throws IllegalStateException if the relay stopped while events were to be parked
 	 */
-	InFlight start(List<OutboxRecord> batch, Set<Integer> transactions, BooleanSupplier running) {
-		if (this.anyParked && !this.visibility.await(transactions, running)) {
+	InFlight start(List<OutboxRecord> batch, Set<Integer> transactions, Pause pause) {
+		if (this.anyParked && !this.visibility.await(transactions, pause)) {
 			// events may be parked below: their rows must be visible first
 			throw new IllegalStateException("The relay stopped");
 		}
 		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
-		return new InFlight(remaining, transactions, running, this.sender.begin(remaining));
+		return new InFlight(remaining, transactions, this.sender.begin(remaining));
 	}
 
 	/**
@@ -115,7 +114,7 @@ final class ReplicationDelivery {
 		OutboxBatchSender.Sending sending = batch.sending;
 		try {
 			// the rows are completed or parked below: their transactions must be visible
-			if (!this.visibility.await(batch.transactions, batch.running)) {
+			if (!this.visibility.await(batch.transactions, pause)) {
 				return false;
 			}
 			while (!remaining.isEmpty()) {
@@ -222,11 +221,11 @@ final class ReplicationDelivery {
 	 * @param id the event
 	 * @param transaction the transaction it comes from
 	 * @param error why
-	 * @param running answers {@code false} once the relay stops
+	 * @param pause waits, keeping the stream alive; answers {@code false} once the relay stops
 	 * @throws IllegalStateException if the relay stopped first
 	 */
-	void parkUnreadable(long id, int transaction, String error, BooleanSupplier running) {
-		if (!this.visibility.await(List.of(transaction), running)) {
+	void parkUnreadable(long id, int transaction, String error, Pause pause) {
+		if (!this.visibility.await(List.of(transaction), pause)) {
 			throw new IllegalStateException("The relay stopped");
 		}
 		logger.warn("Outbox event " + id + " is DEAD: " + error);
@@ -302,17 +301,14 @@ final class ReplicationDelivery {
 
 		private final Set<Integer> transactions;
 
-		private final BooleanSupplier running;
-
 		private final OutboxBatchSender.Sending sending;
 
 		private final long startedAt = System.nanoTime();
 
-		private InFlight(List<OutboxRecord> events, Set<Integer> transactions, BooleanSupplier running,
+		private InFlight(List<OutboxRecord> events, Set<Integer> transactions,
 				OutboxBatchSender.Sending sending) {
 			this.events = events;
 			this.transactions = transactions;
-			this.running = running;
 			this.sending = sending;
 		}
 

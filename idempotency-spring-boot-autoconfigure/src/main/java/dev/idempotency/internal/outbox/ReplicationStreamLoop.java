@@ -65,6 +65,9 @@ final class ReplicationStreamLoop implements Runnable {
 
 	private volatile boolean running;
 
+	// when the relay last answered the server while it read nothing (see keepAlive)
+	private long lastStatus = System.nanoTime();
+
 	private volatile boolean active;
 
 	private volatile @Nullable String problem;
@@ -253,7 +256,7 @@ final class ReplicationStreamLoop implements Runnable {
 					transaction = begin.xid();
 				}
 				else if (change instanceof Insert insert && insert.relation().name().equalsIgnoreCase(table)) {
-					OutboxRecord event = readable(insert.values(), commitTime, transaction);
+					OutboxRecord event = readable(insert.values(), commitTime, transaction, stream);
 					if (event != null) {
 						batch.add(event);
 						transactions.add(transaction);
@@ -283,7 +286,7 @@ final class ReplicationStreamLoop implements Runnable {
 					}
 					finished = inFlightPosition;
 				}
-				inFlight = this.delivery.start(batch, transactions, this::isRunning);
+				inFlight = this.delivery.start(batch, transactions, (duration) -> keepAlive(stream, duration));
 				this.unsettled = inFlight;
 				inFlightPosition = completed;
 				batch = new ArrayList<>();
@@ -373,18 +376,24 @@ final class ReplicationStreamLoop implements Runnable {
 		}
 	}
 
+	// waits while nothing is read from the stream (the broker is away, a transaction is not
+	// yet visible), answering the server every status interval
 	private boolean keepAlive(PGReplicationStream stream, Duration duration) {
 		long deadline = System.nanoTime() + duration.toNanos();
+		long interval = this.settings.statusInterval().toNanos();
 		long step = Math.max(1, Math.min(duration.toMillis(), this.settings.statusInterval().toMillis()));
 		while (this.running && deadline - System.nanoTime() > 0) {
 			try {
 				// the position stays where it is; the server must not take the connection
-				// for dead (wal_sender_timeout) while the broker is away
-				stream.forceUpdateStatus();
+				// for dead (wal_sender_timeout) meanwhile
+				if (System.nanoTime() - this.lastStatus >= interval) {
+					stream.forceUpdateStatus();
+					this.lastStatus = System.nanoTime();
+				}
 				Thread.sleep(Math.min(step, Math.max(1, (deadline - System.nanoTime()) / 1_000_000)));
 			}
 			catch (SQLException ex) {
-				throw new IllegalStateException("The replication connection failed while the broker was away", ex);
+				throw new IllegalStateException("The replication connection failed while the relay waited", ex);
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
@@ -407,7 +416,8 @@ final class ReplicationStreamLoop implements Runnable {
 
 	// a row that cannot be read (written by SQL without a value the relay needs, say)
 	// dies on its own in the table, as a row the table relay cannot send does
-	private @Nullable OutboxRecord readable(Row row, Instant commitTime, int transaction) {
+	private @Nullable OutboxRecord readable(Row row, Instant commitTime, int transaction,
+			PGReplicationStream stream) {
 		try {
 			return event(row, commitTime);
 		}
@@ -423,7 +433,7 @@ final class ReplicationStreamLoop implements Runnable {
 				throw new IllegalStateException("An outbox row without an id in the replication stream", ex);
 			}
 			this.delivery.parkUnreadable(id, transaction, "Could not be read from the replication stream: " + ex,
-					this::isRunning);
+					(duration) -> keepAlive(stream, duration));
 			return null;
 		}
 	}

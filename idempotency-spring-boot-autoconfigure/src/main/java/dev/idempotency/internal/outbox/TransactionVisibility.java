@@ -1,10 +1,10 @@
 package dev.idempotency.internal.outbox;
 
+import java.time.Duration;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -30,6 +30,8 @@ final class TransactionVisibility {
 
 	private static final long WARN_EVERY = TimeUnit.MINUTES.toNanos(1);
 
+	private static final long MAX_POLL_MILLIS = 50;
+
 	// txid_current_snapshot: PostgreSQL 10 and later (pg_current_snapshot from 13)
 	private static final String SNAPSHOT = "SELECT txid_current_snapshot()::text";
 
@@ -40,24 +42,24 @@ final class TransactionVisibility {
 	}
 
 	/**
-	 * Wait until each transaction is visible to a new snapshot.
+	 * Wait until each transaction is visible to a new snapshot, polling at first every
+	 * millisecond, then less often (up to every 50 ms) while the wait lasts.
 	 * @param transactions the transaction ids, as the stream gives them (32 bits)
-	 * @param running answers {@code false} once the relay stops
+	 * @param pause waits between polls, keeping the stream alive (the server ends a
+	 * replication connection that does not answer within {@code wal_sender_timeout})
 	 * @return {@code true} once they are visible, {@code false} if the relay stopped first
 	 */
-	boolean await(Collection<Integer> transactions, BooleanSupplier running) {
+	boolean await(Collection<Integer> transactions, ReplicationDelivery.Pause pause) {
 		if (transactions.isEmpty()) {
 			return true;
 		}
 		long started = System.nanoTime();
 		long warnAt = started + WARN_AFTER;
+		long poll = 1;
 		while (true) {
 			String snapshot = this.jdbc.queryForObject(SNAPSHOT, String.class);
 			if (snapshot == null || allVisible(snapshot, transactions)) {
 				return true;
-			}
-			if (!running.getAsBoolean()) {
-				return false;
 			}
 			if (System.nanoTime() - warnAt >= 0) {
 				logger.warn("Transactions " + transactions + " are in the replication stream but not yet visible to "
@@ -66,13 +68,10 @@ final class TransactionVisibility {
 						+ "they are, and the stream waits meanwhile");
 				warnAt = System.nanoTime() + WARN_EVERY;
 			}
-			try {
-				Thread.sleep(1);
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
+			if (!pause.await(Duration.ofMillis(poll))) {
 				return false;
 			}
+			poll = Math.min(MAX_POLL_MILLIS, poll * 2);
 		}
 	}
 

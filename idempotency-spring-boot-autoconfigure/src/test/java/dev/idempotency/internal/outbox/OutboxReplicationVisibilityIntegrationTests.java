@@ -8,9 +8,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
@@ -54,26 +56,59 @@ class OutboxReplicationVisibilityIntegrationTests {
 
 	@Test
 	void theRowOfAnEventStreamedBeforeItsTransactionWasVisibleIsCompletedOnceItIs() throws Exception {
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(1), () -> {
+		}, () -> {
+		});
+	}
+
+	/**
+	 * While the relay waits for a transaction to become visible it reads nothing from the
+	 * stream; it must still answer the server, which otherwise ends the connection after
+	 * {@code wal_sender_timeout} (a standby that answers late would cost a reconnection and
+	 * the batch sent again).
+	 */
+	@Test
+	void theStreamStaysConnectedWhileTheRelayWaitsForATransactionToBecomeVisible() throws Exception {
+		JdbcTemplate server = this.postgres.jdbc();
+		server.execute("ALTER SYSTEM SET wal_sender_timeout = '2s'");
+		server.execute("SELECT pg_reload_conf()");
+		AtomicReference<Integer> walSender = new AtomicReference<>();
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)),
+				() -> assertThat(activePid(server)).as("the slot's wal sender after 6 s of waiting")
+					.isNotNull()
+					.isEqualTo(walSender.get()),
+				"idempotency.outbox.replication.status-interval=500ms");
+	}
+
+	// streams an event whose transaction's commit waits for a standby that never answers,
+	// holds it invisible for the given time (the checks run before the commit and at the
+	// end of the hold), then cancels the wait: the event's row must be completed once visible
+	private void streamAndHoldTheCommitInvisible(Duration hold, Runnable beforeCommit, Runnable afterHold,
+			String... properties) throws Exception {
 		String topic = "it-repl-visible-" + UUID.randomUUID();
 		TestInfrastructure.createTopic(topic, 1);
-		// the application's sessions commit without waiting for a standby
-		try (ConfigurableApplicationContext context = ReplicationFixtures.run(NAME,
-				"spring.datasource.url=" + this.postgres.jdbcUrl(), "spring.datasource.username=postgres",
-				"spring.datasource.password=postgres",
-				"spring.datasource.hikari.connection-init-sql=SET synchronous_commit = local");
+		List<String> all = new ArrayList<>(List.of("spring.datasource.url=" + this.postgres.jdbcUrl(),
+				"spring.datasource.username=postgres", "spring.datasource.password=postgres",
+				// the application's sessions commit without waiting for a standby
+				"spring.datasource.hikari.connection-init-sql=SET synchronous_commit = local"));
+		all.addAll(List.of(properties));
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(NAME, all.toArray(String[]::new));
 				TestConsumer consumer = new TestConsumer(topic)) {
 			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
 			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
 			try (Connection writer = DriverManager.getConnection(this.postgres.jdbcUrl(), "postgres", "postgres")) {
 				int writerPid = pid(writer);
+				beforeCommit.run();
 				CompletableFuture<Void> commit = CompletableFuture.runAsync(() -> insertAndCommit(writer, topic));
 				// streamed and sent while its transaction is not visible to any other session
 				List<ConsumerRecord<String, String>> received = consumer.receive(1, Duration.ofSeconds(30));
 				assertThat(received).extracting(ConsumerRecord::value).containsExactly("streamed before it was visible");
 				assertThat(commit).isNotDone();
 				assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class)).isZero();
-				OutboxFixtures.sleep(Duration.ofSeconds(1));
+				OutboxFixtures.sleep(hold);
+				assertThat(commit).isNotDone();
+				afterHold.run();
 				// the wait for the standby cancelled: the transaction is visible now
 				jdbc.queryForObject("SELECT pg_cancel_backend(?)", Boolean.class, writerPid);
 				commit.get();
@@ -84,6 +119,11 @@ class OutboxReplicationVisibilityIntegrationTests {
 					.as("outbox rows left behind")
 					.isZero());
 		}
+	}
+
+	private static Integer activePid(JdbcTemplate server) {
+		return server.queryForObject("SELECT active_pid FROM pg_replication_slots WHERE slot_name = ?", Integer.class,
+				NAME + "_outbox_slot");
 	}
 
 	private static int pid(Connection connection) throws SQLException {
