@@ -219,7 +219,7 @@ final class Checker {
 				batchOnce, batchTwice, lease, List.copyOf(violations));
 	}
 
-	private static LeaseCount leaseCount(Statement statement) throws SQLException {
+	static LeaseCount leaseCount(Statement statement) throws SQLException {
 		List<Long> payments = new ArrayList<>();
 		try (ResultSet rows = statement.executeQuery("SELECT id FROM payments_sent")) {
 			while (rows.next()) {
