@@ -51,6 +51,16 @@ final class ChargeStore {
 	}
 
 	/**
+	 * Return the highest fencing token the store accepted for a payment.
+	 * @return the token, or {@link Long#MIN_VALUE} when the payment was never charged
+	 */
+	long highestToken(Payment payment) {
+		return this.jdbc
+			.query("SELECT fencing_token FROM provider.fences WHERE payment_id = ?",
+					(rows) -> rows.next() ? rows.getLong(1) : Long.MIN_VALUE, payment.id());
+	}
+
+	/**
 	 * Charge a payment, unless a caller with a larger fencing token charged it.
 	 * @return whether the charge was accepted
 	 */

@@ -3,6 +3,9 @@ package dev.idempotency.reliability;
 import dev.idempotency.Idempotent;
 import dev.idempotency.IdempotencyContext;
 
+import java.time.Duration;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -13,6 +16,12 @@ import org.springframework.kafka.annotation.KafkaListener;
  * a charge at the payment provider ({@link ChargeStore}), made with the claim's fencing
  * token. In two variants that differ only in {@code @Idempotent}: the one under test, and
  * the negative control, which charges with token 0 every time it is called.
+ * <p>
+ * A record with the {@link #STALL_HEADER} header stalls before its charge, past its lease,
+ * as a consumer in a long GC pause or behind a slow downstream would; the producer sends
+ * its duplicate to another partition, whose consumer takes the key over once the lease
+ * expired and charges first. The stalled consumer's charge then meets the fence, and its
+ * completion finds the lease lost.
  */
 final class PaymentListeners {
 
@@ -26,6 +35,15 @@ final class PaymentListeners {
 	 * fence.
 	 */
 	static final String LEASE = "8s";
+
+	static final String STALL_HEADER = "X-Stall";
+
+	/**
+	 * The longest a record with {@link #STALL_HEADER} stalls: it stalls until the provider
+	 * has accepted a charge of its payment with a larger token (its duplicate's consumer
+	 * took the key over once the lease expired, and charged), or for this long.
+	 */
+	static final Duration STALL = Duration.ofSeconds(60);
 
 	/** How long the provider takes to answer, each way: a paused call is likely in flight. */
 	private static final long LATENCY_MILLIS = 5;
@@ -45,8 +63,10 @@ final class PaymentListeners {
 
 		@KafkaListener(id = "payments", topics = TOPIC, groupId = GROUP)
 		@Idempotent(mode = Idempotent.Mode.LEASE, lease = LEASE)
-		public void on(String payment) throws InterruptedException {
-			charge(this.provider, Payment.parse(payment), IdempotencyContext.fencingToken());
+		public void on(ConsumerRecord<String, String> payment) throws InterruptedException {
+			long token = IdempotencyContext.fencingToken();
+			stallIfAsked(this.provider, payment, token);
+			charge(this.provider, Payment.parse(payment.value()), token);
 		}
 
 	}
@@ -60,10 +80,27 @@ final class PaymentListeners {
 		}
 
 		@KafkaListener(id = "payments", topics = TOPIC, groupId = GROUP)
-		public void on(String payment) throws InterruptedException {
-			charge(this.provider, Payment.parse(payment), 0);
+		public void on(ConsumerRecord<String, String> payment) throws InterruptedException {
+			stallIfAsked(this.provider, payment, 0);
+			charge(this.provider, Payment.parse(payment.value()), 0);
 		}
 
+	}
+
+	private static void stallIfAsked(ChargeStore provider, ConsumerRecord<String, String> record, long fencingToken)
+			throws InterruptedException {
+		if (record.headers().lastHeader(STALL_HEADER) == null) {
+			return;
+		}
+		Payment payment = Payment.parse(record.value());
+		logger.warn("Stalling {} with fencing token {} before its charge", payment.key(), fencingToken);
+		long start = System.nanoTime();
+		long deadline = start + STALL.toNanos();
+		while (provider.highestToken(payment) <= fencingToken && System.nanoTime() < deadline) {
+			Thread.sleep(500);
+		}
+		logger.warn("Stalled {} for {} ms; the provider's highest token for it is {}", payment.key(),
+				(System.nanoTime() - start) / 1_000_000, provider.highestToken(payment));
 	}
 
 	private static void charge(ChargeStore provider, Payment payment, long fencingToken) throws InterruptedException {

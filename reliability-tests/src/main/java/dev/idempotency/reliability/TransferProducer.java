@@ -4,9 +4,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Properties;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -25,7 +30,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * would; and replays a partition from an old offset, as an operator who resets offsets
  * would. Everything it sends is drawn from the seed. The same goes for the payments of
  * the lease-mode listener, interleaved with the transfers, and for the transfers of the
- * batch listener (see {@link TransferListeners#topic}).
+ * batch listener (see {@link TransferListeners#topic}). Two payments, a third and two
+ * thirds of the way, are sent with {@link PaymentListeners#STALL_HEADER} to a partition of
+ * their own and, 2 s later, again without it to the partition opposite (which the range
+ * assignor gives another consumer whenever there are three or more; see
+ * {@link PaymentListeners}); not in the negative control.
  */
 final class TransferProducer implements AutoCloseable {
 
@@ -41,6 +50,11 @@ final class TransferProducer implements AutoCloseable {
 	private final boolean batch;
 
 	private final List<String> topics;
+
+	// the payments that stall, by id
+	private final Set<Long> stalls;
+
+	private final ScheduledExecutorService stallDuplicates = Executors.newSingleThreadScheduledExecutor();
 
 	private final KafkaProducer<String, String> producer;
 
@@ -99,6 +113,8 @@ final class TransferProducer implements AutoCloseable {
 			topics.add(PaymentListeners.TOPIC);
 		}
 		this.topics = List.copyOf(topics);
+		this.stalls = (options.control() || options.payments() < 3) ? Set.of()
+				: Set.of((long) options.payments() / 3, (long) options.payments() * 2 / 3);
 		this.bootstrapServers = bootstrapServers;
 		Properties properties = new Properties();
 		properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -122,15 +138,22 @@ final class TransferProducer implements AutoCloseable {
 	void sendAll(Duration over) throws InterruptedException {
 		long start = System.nanoTime();
 		long perSend = over.toNanos() / Math.max(1, this.sends.length);
+		Set<Long> sent = new HashSet<>();
 		for (int i = 0; i < this.sends.length; i++) {
 			long due = start + i * perSend;
 			long wait = due - System.nanoTime();
 			if (wait > 2_000_000) {
 				Thread.sleep(wait / 1_000_000);
 			}
-			this.producer.send((this.sends[i] >= 0) ? record(this.transfers.get((int) this.sends[i]))
-					: record(this.payments.get((int) -(this.sends[i] + 1))));
+			if (this.sends[i] >= 0) {
+				this.producer.send(record(this.transfers.get((int) this.sends[i])));
+			}
+			else {
+				sendPayment(this.payments.get((int) -(this.sends[i] + 1)), sent);
+			}
 		}
+		this.stallDuplicates.shutdown();
+		this.stallDuplicates.awaitTermination(1, TimeUnit.MINUTES);
 		this.producer.flush();
 		this.duplicates.addAndGet(this.sends.length - this.transfers.size() - this.payments.size());
 	}
@@ -140,6 +163,26 @@ final class TransferProducer implements AutoCloseable {
 				TransferListeners.topic(transfer.id(), this.batch), String.valueOf(transfer.from()), transfer.value());
 		record.headers().add(KEY_HEADER, transfer.key().getBytes(StandardCharsets.UTF_8));
 		return record;
+	}
+
+	private void sendPayment(Payment payment, Set<Long> sent) {
+		if (!this.stalls.contains(payment.id()) || !sent.add(payment.id())) {
+			this.producer.send(record(payment));
+			return;
+		}
+		int partition = payment.account() % FaultPlan.PARTITIONS;
+		ProducerRecord<String, String> stalling = new ProducerRecord<>(PaymentListeners.TOPIC, partition,
+				String.valueOf(payment.account()), payment.value());
+		stalling.headers().add(KEY_HEADER, payment.key().getBytes(StandardCharsets.UTF_8));
+		stalling.headers().add(PaymentListeners.STALL_HEADER, new byte[0]);
+		this.producer.send(stalling);
+		ProducerRecord<String, String> duplicate = new ProducerRecord<>(PaymentListeners.TOPIC,
+				(partition + FaultPlan.PARTITIONS / 2) % FaultPlan.PARTITIONS, String.valueOf(payment.account()), payment.value());
+		duplicate.headers().add(KEY_HEADER, payment.key().getBytes(StandardCharsets.UTF_8));
+		this.stallDuplicates.schedule(() -> {
+			this.producer.send(duplicate);
+			this.duplicates.incrementAndGet();
+		}, 2, TimeUnit.SECONDS);
 	}
 
 	private static ProducerRecord<String, String> record(Payment payment) {
@@ -204,6 +247,7 @@ final class TransferProducer implements AutoCloseable {
 
 	@Override
 	public void close() {
+		this.stallDuplicates.shutdownNow();
 		this.producer.close(Duration.ofSeconds(30));
 	}
 
