@@ -27,21 +27,42 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * Counts every effect after the run has drained, from the database and the topics:
- * every transfer applied exactly once, balances that add up, every outbox event on the
- * output topic, in order per account for first occurrences, and nothing left pending,
- * dead or dead-lettered.
+ * every transfer applied exactly once (those of the batch listener too), balances that add
+ * up, every outbox event on the output topic, in order per account for first occurrences,
+ * and nothing left pending, dead or dead-lettered; and every payment of the lease-mode
+ * listener charged as the lease mode promises (see {@link LeaseCount}).
  */
 final class Checker {
 
-	static final String DEAD_LETTER_TOPIC = TransferListeners.TOPIC + ".DLT";
+	static final String DEAD_LETTER_SUFFIX = ".DLT";
+
+	static final String DEAD_LETTER_TOPIC = TransferListeners.TOPIC + DEAD_LETTER_SUFFIX;
 
 	private final String jdbcUrl;
 
 	private final String bootstrapServers;
 
-	Checker(String jdbcUrl, String bootstrapServers) {
+	private final List<String> modeTopics;
+
+	Checker(String jdbcUrl, String bootstrapServers, List<String> modeTopics) {
 		this.jdbcUrl = jdbcUrl;
 		this.bootstrapServers = bootstrapServers;
+		this.modeTopics = modeTopics;
+	}
+
+	/**
+	 * Return the topics of the listeners other than the transactional one that a run
+	 * reads, each with a dead-letter topic.
+	 */
+	static List<String> modeTopics(RunOptions options) {
+		List<String> topics = new ArrayList<>();
+		if (options.runs(RunOptions.BATCH)) {
+			topics.add(TransferListeners.BATCH_TOPIC);
+		}
+		if (options.runs(RunOptions.LEASE)) {
+			topics.add(PaymentListeners.TOPIC);
+		}
+		return topics;
 	}
 
 	/**
@@ -63,11 +84,15 @@ final class Checker {
 	}
 
 	/**
-	 * The counts of a run and what they break.
+	 * The counts of a run and what they break. The transfers of the batch listener count in
+	 * {@code appliedOnce}, {@code appliedTwice} and {@code lost} like the others, and apart in
+	 * {@code batchAppliedOnce} and {@code batchAppliedTwice}; the payments of the lease-mode
+	 * listener in {@code lease}.
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
 			long networkFaults, long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes,
-			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations, List<String> violations,
+			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations,
+			long batchAppliedOnce, long batchAppliedTwice, LeaseCount lease, List<String> violations,
 			long brokerKills) {
 
 		boolean passed() {
@@ -81,9 +106,12 @@ final class Checker {
 					+ " pg_outage_s="
 					+ String.format(Locale.ROOT, "%.1f", this.pgOutageSeconds) + " redis_outage_s="
 					+ String.format(Locale.ROOT, "%.1f", this.redisOutageSeconds) + " modes=" + this.modes
-					+ " applied_once=" + this.appliedOnce
+					+ " batch_applied_once=" + this.batchAppliedOnce + " payments=" + this.lease.payments()
+					+ " lease_applied_once=" + this.lease.appliedOnce() + " lease_reruns=" + this.lease.reruns()
+					+ " lease_fenced=" + this.lease.fenced() + " applied_once=" + this.appliedOnce
 					+ " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost=" + this.outboxLost
-					+ " order_violations=" + this.orderViolations;
+					+ " order_violations=" + this.orderViolations + " lease_applied_twice=" + this.lease.appliedTwice()
+					+ " lease_lost=" + this.lease.lost() + " fence_violations=" + this.lease.fenceViolations();
 		}
 
 	}
@@ -100,6 +128,9 @@ final class Checker {
 		long once;
 		long twice;
 		long lost;
+		long batchOnce = 0;
+		long batchTwice = 0;
+		LeaseCount lease = LeaseCount.none();
 		Map<String, String> effects = new HashMap<>();
 		try (Connection connection = DriverManager.getConnection(this.jdbcUrl, "postgres", "postgres");
 				Statement statement = connection.createStatement()) {
@@ -115,6 +146,22 @@ final class Checker {
 				twice = counts.getLong(3);
 				lost = counts.getLong(4);
 			}
+			if (this.modeTopics.contains(TransferListeners.BATCH_TOPIC)) {
+				// the batch listener's transfers (see TransferListeners.topic)
+				try (ResultSet counts = statement.executeQuery("""
+						SELECT count(*) FILTER (WHERE applied = 1), count(*) FILTER (WHERE applied > 1)
+						FROM (SELECT t.id, count(e.transfer_id) AS applied
+						      FROM transfers_sent t LEFT JOIN transfer_effects e ON e.transfer_id = t.id
+						      WHERE t.id % 5 = 4 GROUP BY t.id) applied""")) {
+					counts.next();
+					batchOnce = counts.getLong(1);
+					batchTwice = counts.getLong(2);
+				}
+			}
+			if (this.modeTopics.contains(PaymentListeners.TOPIC)) {
+				lease = leaseCount(statement);
+				violations.addAll(lease.violations());
+			}
 			violations.addAll(balances(statement));
 			long pending = single(statement, "SELECT count(*) FROM outbox WHERE status = 'PENDING'");
 			long dead = single(statement, "SELECT count(*) FROM outbox WHERE status = 'DEAD'");
@@ -128,7 +175,7 @@ final class Checker {
 			}
 		}
 		if (twice > 0) {
-			violations.add(twice + " transfers applied more than once");
+			violations.add(twice + " transfers applied more than once (" + batchTwice + " of them by the batch listener)");
 		}
 		if (lost > 0) {
 			violations.add(lost + " transfers never applied");
@@ -137,6 +184,13 @@ final class Checker {
 		});
 		if (deadLettered > 0) {
 			violations.add(deadLettered + " transfers dead-lettered");
+		}
+		for (String topic : this.modeTopics) {
+			long modeDeadLettered = readTopic(topic + DEAD_LETTER_SUFFIX, (record) -> {
+			});
+			if (modeDeadLettered > 0) {
+				violations.add(modeDeadLettered + " records of " + topic + " dead-lettered");
+			}
 		}
 		Set<String> published = new HashSet<>();
 		Map<String, Long> lastSequence = new HashMap<>();
@@ -165,7 +219,24 @@ final class Checker {
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
 				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(),
 				faults.redisOutageSeconds(), faults.modes(), once, twice, lost, outboxLost, orderViolations[0],
-				List.copyOf(violations), faults.brokerKills());
+				batchOnce, batchTwice, lease, List.copyOf(violations), faults.brokerKills());
+	}
+
+	static LeaseCount leaseCount(Statement statement) throws SQLException {
+		List<Long> payments = new ArrayList<>();
+		try (ResultSet rows = statement.executeQuery("SELECT id FROM payments_sent")) {
+			while (rows.next()) {
+				payments.add(rows.getLong(1));
+			}
+		}
+		List<LeaseCount.Call> calls = new ArrayList<>();
+		try (ResultSet rows = statement
+			.executeQuery("SELECT payment_id, fencing_token, accepted FROM provider.charges ORDER BY id")) {
+			while (rows.next()) {
+				calls.add(new LeaseCount.Call(rows.getLong(1), rows.getLong(2), rows.getBoolean(3)));
+			}
+		}
+		return LeaseCount.of(payments, calls);
 	}
 
 	private static List<String> balances(Statement statement) throws SQLException {

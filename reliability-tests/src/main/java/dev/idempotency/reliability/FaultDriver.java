@@ -149,10 +149,19 @@ public final class FaultDriver {
 			this.broker.start();
 			this.broker.createTopics(Map.of(TransferListeners.TOPIC, FaultPlan.PARTITIONS, Ledger.EVENTS_TOPIC,
 					FaultPlan.PARTITIONS, Checker.DEAD_LETTER_TOPIC, FaultPlan.PARTITIONS));
+			Map<String, Integer> modeTopics = new HashMap<>();
+			for (String topic : Checker.modeTopics(this.options)) {
+				modeTopics.put(topic, FaultPlan.PARTITIONS);
+				modeTopics.put(topic + Checker.DEAD_LETTER_SUFFIX, FaultPlan.PARTITIONS);
+			}
+			if (!modeTopics.isEmpty()) {
+				this.broker.createTopics(modeTopics);
+			}
 			log("servers up: postgres " + this.postgres.jdbcUrl() + ", redis " + this.redis.url() + ", kafka "
 					+ this.broker.bootstrapServers());
 			try (TransferProducer producer = new TransferProducer(this.options, this.broker.bootstrapServers())) {
 				this.database.createSchema(producer.transfers(), this.options.accounts());
+				this.database.createPayments(producer.payments());
 				this.workload = new Workload(this.options,
 						"jdbc:postgresql://127.0.0.1:" + postgresProxy.port() + "/postgres",
 						kafkaProxies.stream()
@@ -205,8 +214,8 @@ public final class FaultDriver {
 					inject(fault, producer, restarts);
 				}
 				sender.join();
-				log("sent " + producer.transfers().size() + " transfers and " + producer.duplicatesInjected()
-						+ " duplicates");
+				log("sent " + producer.transfers().size() + " transfers, " + producer.payments().size()
+						+ " payments and " + producer.duplicatesInjected() + " duplicates");
 				restarts.shutdown();
 				restarts.awaitTermination(1, TimeUnit.MINUTES);
 				network.shutdown();
@@ -234,7 +243,8 @@ public final class FaultDriver {
 				}
 				vitals.shutdown();
 				this.workload.stopAll();
-				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers())
+				Checker.Verdict verdict = new Checker(this.postgres.jdbcUrl(), this.broker.bootstrapServers(),
+						Checker.modeTopics(this.options))
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
 							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
 							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills),
@@ -605,12 +615,23 @@ public final class FaultDriver {
 	}
 
 	private long lag(Admin admin) throws Exception {
-		Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(TransferListeners.GROUP)
+		long lag = lag(admin, TransferListeners.GROUP, TransferListeners.TOPIC);
+		if (this.options.runs(RunOptions.BATCH)) {
+			lag += lag(admin, TransferListeners.BATCH_GROUP, TransferListeners.BATCH_TOPIC);
+		}
+		if (this.options.runs(RunOptions.LEASE)) {
+			lag += lag(admin, PaymentListeners.GROUP, PaymentListeners.TOPIC);
+		}
+		return lag;
+	}
+
+	private long lag(Admin admin, String group, String topic) throws Exception {
+		Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
 			.partitionsToOffsetAndMetadata()
 			.get(30, TimeUnit.SECONDS);
 		Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
 		for (int partition = 0; partition < FaultPlan.PARTITIONS; partition++) {
-			latest.put(new TopicPartition(TransferListeners.TOPIC, partition), OffsetSpec.latest());
+			latest.put(new TopicPartition(topic, partition), OffsetSpec.latest());
 		}
 		Map<TopicPartition, ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
 		long lag = 0;

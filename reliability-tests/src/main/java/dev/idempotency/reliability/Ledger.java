@@ -1,6 +1,9 @@
 package dev.idempotency.reliability;
 
+import java.util.List;
 import java.util.UUID;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import dev.idempotency.outbox.Outbox;
 
@@ -25,6 +28,25 @@ final class Ledger {
 		this.jdbc = jdbc;
 		this.outbox = outbox;
 		this.worker = worker;
+	}
+
+	/**
+	 * Apply transfers in one transaction, in their order, having locked every account they
+	 * touch in id order first: the order {@link #apply} locks its two in, so that a batch
+	 * and a single transfer never deadlock.
+	 */
+	void applyAll(List<Transfer> transfers) {
+		if (transfers.isEmpty()) {
+			return;
+		}
+		String accounts = transfers.stream()
+			.flatMap((transfer) -> Stream.of(transfer.from(), transfer.to()))
+			.distinct()
+			.map(String::valueOf)
+			.collect(Collectors.joining(","));
+		this.jdbc.queryForList("SELECT id FROM accounts WHERE id IN (" + accounts + ") ORDER BY id FOR UPDATE",
+				Integer.class);
+		transfers.forEach(this::apply);
 	}
 
 	void apply(Transfer transfer) {

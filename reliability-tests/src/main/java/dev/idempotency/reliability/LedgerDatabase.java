@@ -150,6 +150,30 @@ final class LedgerDatabase {
 		}
 	}
 
+	/**
+	 * Create the payment provider's store ({@link ChargeStore}) and the table of the
+	 * payments sent, empty when the lease-mode listener does not run.
+	 */
+	void createPayments(List<Payment> payments) throws SQLException {
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+			statement.execute(ChargeStore.SCHEMA);
+			statement.execute("""
+					CREATE TABLE payments_sent (id BIGINT PRIMARY KEY, account INT NOT NULL, amount BIGINT NOT NULL)""");
+			connection.setAutoCommit(false);
+			try (PreparedStatement insert = connection
+				.prepareStatement("INSERT INTO payments_sent (id, account, amount) VALUES (?, ?, ?)")) {
+				for (Payment payment : payments) {
+					insert.setLong(1, payment.id());
+					insert.setInt(2, payment.account());
+					insert.setLong(3, payment.amount());
+					insert.addBatch();
+				}
+				insert.executeBatch();
+			}
+			connection.commit();
+		}
+	}
+
 	private Connection connect() throws SQLException {
 		return DriverManager.getConnection(this.jdbcUrl + "?reWriteBatchedInserts=true", "postgres",
 				"postgres");

@@ -3,6 +3,7 @@ package dev.idempotency.reliability;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -31,15 +32,18 @@ import java.util.Set;
  * @param window the time over which the transfers are sent and the faults spread
  * @param drainTimeout how long to wait for the workload to drain after the window
  * @param control whether the workload runs the negative control (no {@code @Idempotent})
+ * @param relay the outbox relay: {@link #TABLE_RELAY} or {@link #REPLICATION_RELAY}
  * @param brokers Kafka brokers: 1, or a cluster of 3 or more whose topics have three
  * replicas
  * @param brokerKills SIGKILLs of one broker of the cluster (each restarted)
  * @param workDirectory where the servers keep their data and the processes their logs
+ * @param listeners the workload's listeners ({@code --modes}): {@link #TRANSACTIONAL} always,
+ * {@link #LEASE} and {@link #BATCH} by default
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
 		int networkFaults, int longPgOutages, int longRedisOutages, Duration window, Duration drainTimeout, boolean control, String relay,
-		int brokers, int brokerKills, Path workDirectory) {
+		int brokers, int brokerKills, Path workDirectory, Set<String> listeners) {
 
 	/** The outbox relay of the workload: the table relay (the default). */
 	static final String TABLE_RELAY = "table";
@@ -47,10 +51,22 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	/** The outbox relay of the workload: the replication-stream relay. */
 	static final String REPLICATION_RELAY = "replication";
 
+	/** A listener of the workload: {@code @Idempotent} records on {@code transfers}. */
+	static final String TRANSACTIONAL = "transactional";
+
+	/** A listener of the workload: lease mode on {@code payments}, its effect outside the database. */
+	static final String LEASE = "lease";
+
+	/** A listener of the workload: {@code @Idempotent} batches on {@code transfers-batch}. */
+	static final String BATCH = "batch";
+
+	/** Every listener, in the order the summary line names them. */
+	static final List<String> LISTENERS = List.of(TRANSACTIONAL, LEASE, BATCH);
+
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
 		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, Duration.ofSeconds(60),
-				Duration.ofMinutes(3), false, TABLE_RELAY, 1, 0, workDirectory);
+				Duration.ofMinutes(3), false, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS));
 	}
 
 	/**
@@ -60,7 +76,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
 		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, 1, 1, Duration.ofMinutes(15),
-				Duration.ofMinutes(30), false, TABLE_RELAY, 3, 20, workDirectory);
+				Duration.ofMinutes(30), false, TABLE_RELAY, 3, 20, workDirectory, Set.copyOf(LISTENERS));
 	}
 
 	/**
@@ -77,19 +93,44 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	 * @return the modes, joined by {@code +}
 	 */
 	String modes() {
-		return "transactional-listener+" + this.relay + "-relay";
+		StringBuilder modes = new StringBuilder();
+		for (String listener : LISTENERS) {
+			if (this.listeners.contains(listener)) {
+				modes.append(listener).append("-listener+");
+			}
+		}
+		return modes + this.relay + "-relay";
+	}
+
+	/**
+	 * Return whether the workload runs a listener.
+	 * @param listener one of {@link #LISTENERS}
+	 * @return whether {@code --modes} names it
+	 */
+	boolean runs(String listener) {
+		return this.listeners.contains(listener);
+	}
+
+	/**
+	 * Return how many payments the lease-mode listener gets: a fifth as many as the
+	 * transfers, or none without it.
+	 * @return the number of unique payments sent
+	 */
+	int payments() {
+		return runs(LEASE) ? Math.max(1, this.events / 5) : 0;
 	}
 
 	/** The negative control: one process, no faults, duplicates only. */
 	static RunOptions control(long seed, Path workDirectory) {
 		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
-				Duration.ofMinutes(2), true, TABLE_RELAY, 1, 0, workDirectory);
+				Duration.ofMinutes(2), true, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS));
 	}
 
 	/**
 	 * Parse {@code --size=ci|full|control} and overrides such as {@code --events=1000},
 	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true},
-	 * {@code --relay=replication}, {@code --brokers=3}, {@code --broker-kills=4}.
+	 * {@code --relay=replication}, {@code --brokers=3}, {@code --broker-kills=4},
+	 * {@code --modes=transactional,lease,batch}.
 	 */
 	static RunOptions parse(String[] args) {
 		Map<String, String> values = new HashMap<>();
@@ -129,12 +170,13 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				duration(remaining, "drain-timeout", this.drainTimeout),
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
 				remaining.getOrDefault("relay", this.relay), integer(remaining, "brokers", this.brokers),
-				integer(remaining, "broker-kills", this.brokerKills), this.workDirectory);
+				integer(remaining, "broker-kills", this.brokerKills), this.workDirectory,
+				remaining.containsKey("modes") ? Set.of(remaining.get("modes").split(",")) : this.listeners);
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
 					"network-faults", "long-pg-outages", "long-redis-outages", "window", "drain-timeout", "control",
-					"relay", "brokers", "broker-kills"));
+					"relay", "brokers", "broker-kills", "modes"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
@@ -151,6 +193,10 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 		if (!options.relay.equals(TABLE_RELAY) && !options.relay.equals(REPLICATION_RELAY)) {
 			throw new IllegalArgumentException("--relay takes " + TABLE_RELAY + " or " + REPLICATION_RELAY + ", not "
 					+ options.relay);
+		}
+		if (!options.runs(TRANSACTIONAL) || !LISTENERS.containsAll(options.listeners)) {
+			throw new IllegalArgumentException("--modes takes transactional and any of " + LEASE + ", " + BATCH
+					+ ", separated by commas, not " + options.listeners);
 		}
 		return options;
 	}

@@ -43,7 +43,8 @@ final class Workload {
 					"--idempotency.outbox.max-backoff=5s",
 					// a broker outage must delay events, not kill them
 					"--idempotency.outbox.max-attempts=1000", "--workload.idempotent=" + !options.control(),
-					"--workload.worker=" + name));
+					"--workload.worker=" + name, "--workload.lease=" + options.runs(RunOptions.LEASE),
+					"--workload.batch=" + options.runs(RunOptions.BATCH)));
 			if (!options.longOutages()) {
 				// the short outages end sooner than a 30 s wait would
 				arguments.add("--idempotency.infrastructure-retry.max-interval=5s");

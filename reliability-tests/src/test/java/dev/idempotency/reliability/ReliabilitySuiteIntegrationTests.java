@@ -8,8 +8,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The reliability suite at the size the build runs: the workload as three processes
- * under every kind of fault, and the negative control, which the checker must catch.
- * The full size is {@code reliability-tests/run.sh --size=full}.
+ * under every kind of fault, and the negative control, which the checker must catch, in
+ * each of the workload's listeners. The full size is
+ * {@code reliability-tests/run.sh --size=full}.
  */
 class ReliabilitySuiteIntegrationTests {
 
@@ -33,14 +34,22 @@ class ReliabilitySuiteIntegrationTests {
 		// latency, connections reset, a black hole and a half-open connection, each of which
 		// delayed, reset or held back some of the workload's traffic
 		assertThat(verdict.networkFaults()).isEqualTo(4);
+		assertThat(verdict.batchAppliedOnce()).isEqualTo(1_000);
+		assertThat(verdict.lease().payments()).isEqualTo(1_000);
+		assertThat(verdict.lease().appliedOnce() + verdict.lease().reruns()).isEqualTo(1_000);
 	}
 
 	@Test
 	void theCheckerCatchesTheListenerWithoutIdempotent() throws Exception {
 		Checker.Verdict verdict = new FaultDriver(RunOptions.control(42, WORK)).run();
 		assertThat(verdict.passed()).isFalse();
-		assertThat(verdict.appliedTwice()).isPositive().isEqualTo(verdict.duplicatesInjected());
+		// every duplicate applied again: transfers, in batches too, and payments
+		assertThat(verdict.appliedTwice()).isPositive();
+		assertThat(verdict.batchAppliedTwice()).isPositive();
+		assertThat(verdict.lease().appliedTwice()).isPositive();
+		assertThat(verdict.appliedTwice() + verdict.lease().appliedTwice()).isEqualTo(verdict.duplicatesInjected());
 		assertThat(verdict.lost()).isZero();
+		assertThat(verdict.lease().lost()).isZero();
 		assertThat(verdict.pgCrashes()).isZero();
 		assertThat(verdict.redisOutageSeconds()).isZero();
 		assertThat(verdict.networkFaults()).isZero();
