@@ -36,7 +36,7 @@ import org.apache.kafka.common.TopicPartition;
 public final class FaultDriver {
 
 	/** How much longer a network fault lasts when it found no traffic to disturb. */
-	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(30);
+	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(90);
 
 	/** How long into a long PostgreSQL outage a workload process is restarted. */
 	private static final Duration LONG_OUTAGE_RESTART = Duration.ofSeconds(10);
