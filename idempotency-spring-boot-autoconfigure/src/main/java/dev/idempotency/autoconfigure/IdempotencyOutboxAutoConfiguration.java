@@ -133,9 +133,10 @@ public final class IdempotencyOutboxAutoConfiguration {
 		DefaultKafkaProducerFactory<String, byte[]> outboxProducers = new DefaultKafkaProducerFactory<>(configs,
 				new StringSerializer(), new ByteArraySerializer());
 		// After failed sends the relay closes its producer, so that nothing it gave up on
-		// reaches the broker later: the close waits for what is still queued no longer than
-		// a send would have been waited for (Spring's default is 30 s).
-		outboxProducers.setPhysicalCloseTimeout((int) Math.max(1, properties.outbox().sendTimeout().toSeconds()));
+		// reaches the broker later: at once, dropping what is still queued (Spring's default
+		// waits 30 s for it, past the lease's margin and, for the replication relay, with
+		// nothing said to the server meanwhile). The relay has awaited every send it wants.
+		outboxProducers.setPhysicalCloseTimeout(0);
 		customizers.orderedStream().forEach((customizer) -> customizer.customize(outboxProducers));
 		KafkaTemplate<String, byte[]> template = new KafkaTemplate<>(outboxProducers);
 		// the relay records and logs failures itself, once per batch

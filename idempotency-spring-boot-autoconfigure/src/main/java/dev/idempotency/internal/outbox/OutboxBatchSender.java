@@ -234,17 +234,18 @@ final class OutboxBatchSender {
 		return result;
 	}
 
-	// remembers whether an event's send timed out in the producer (the relay's wait or the
-	// producer's delivery timeout), so that it is sent alone next time
+	// remembers an event whose send timed out in the producer (the relay's wait or the
+	// producer's delivery timeout), so that it is sent alone from then on, until a send of
+	// it succeeds: the event a broker refused alone stays alone at its next attempts
 	private void remember(OutboxRecord event, @Nullable Throwable error) {
-		if (error instanceof TimeoutException || isDeliveryTimeout(error)) {
+		if (error == null) {
+			this.timedOut.remove(event.id());
+		}
+		else if (error instanceof TimeoutException || isDeliveryTimeout(error)) {
 			if (this.timedOut.size() >= MAX_TIMED_OUT) {
 				this.timedOut.clear();
 			}
 			this.timedOut.add(event.id());
-		}
-		else if (!(error instanceof InterruptedException)) {
-			this.timedOut.remove(event.id());
 		}
 	}
 
