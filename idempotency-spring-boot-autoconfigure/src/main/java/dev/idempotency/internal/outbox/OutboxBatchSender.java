@@ -38,8 +38,8 @@ import org.springframework.kafka.support.SendResult;
  * that no later event of a key is ever published before an earlier one. Events without a
  * key have no order and go in the first wave.
  * <p>
- * An event whose last send timed out is sent alone next time: in its own wave, with
- * nothing else of the relay in the producer. A producer batch that the broker refuses as
+ * An event whose send timed out is sent alone from then on, until a send of it succeeds:
+ * in its own wave, with nothing else of the relay in the producer. A producer batch that the broker refuses as
  * too large ({@code MESSAGE_TOO_LARGE}) is split and sent again by the producer, and Kafka
  * clients before 4.2 split it into the same batch again until the delivery timeout when
  * the topic's {@code max.message.bytes} is below {@code batch.size}: the event that is too
@@ -59,7 +59,7 @@ final class OutboxBatchSender {
 
 	private final OutboxMetrics metrics;
 
-	/** Ids of the events whose last send timed out. */
+	/** Ids of the events whose send timed out, and none succeeded since. */
 	private final Set<Long> timedOut = ConcurrentHashMap.newKeySet();
 
 	OutboxBatchSender(KafkaTemplate<String, byte[]> kafka, OutboxSettings settings, OutboxMetrics metrics) {
