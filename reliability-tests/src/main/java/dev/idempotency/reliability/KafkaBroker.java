@@ -171,17 +171,28 @@ final class KafkaBroker {
 	}
 
 	void createTopics(Map<String, Integer> partitions) throws Exception {
-		try (Admin admin = admin()) {
+		createTopics(bootstrapServers(), partitions, this.replicationFactor);
+	}
+
+	Admin admin() {
+		return admin(bootstrapServers());
+	}
+
+	/** Create topics of the given partitions, each with the given replicas. */
+	static void createTopics(String bootstrapServers, Map<String, Integer> partitions, int replicationFactor)
+			throws Exception {
+		try (Admin admin = admin(bootstrapServers)) {
 			admin.createTopics(partitions.entrySet()
 				.stream()
-				.map((topic) -> new NewTopic(topic.getKey(), topic.getValue(), (short) this.replicationFactor))
+				.map((topic) -> new NewTopic(topic.getKey(), topic.getValue(), (short) replicationFactor))
 				.toList()).all().get(60, TimeUnit.SECONDS);
 		}
 	}
 
-	Admin admin() {
+	/** An Admin client patient enough for a loaded machine. */
+	static Admin admin(String bootstrapServers) {
 		Properties properties = new Properties();
-		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
 		properties.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
 		properties.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
 		return Admin.create(properties);

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -16,10 +15,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
@@ -128,21 +125,11 @@ final class KafkaCluster {
 	}
 
 	void createTopics(Map<String, Integer> partitions) throws Exception {
-		short replicationFactor = (short) this.brokers.get(0).replicationFactor();
-		try (Admin admin = admin()) {
-			admin.createTopics(partitions.entrySet()
-				.stream()
-				.map((topic) -> new NewTopic(topic.getKey(), topic.getValue(), replicationFactor))
-				.toList()).all().get(60, TimeUnit.SECONDS);
-		}
+		KafkaBroker.createTopics(bootstrapServers(), partitions, this.brokers.get(0).replicationFactor());
 	}
 
 	Admin admin() {
-		Properties properties = new Properties();
-		properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
-		properties.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
-		properties.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
-		return Admin.create(properties);
+		return KafkaBroker.admin(bootstrapServers());
 	}
 
 	/** The node id of the partition's leader, or -1 while it has none. */
