@@ -8,6 +8,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.idempotency.Idempotent;
+import dev.idempotency.internal.key.StoredKey;
 import dev.idempotency.test.TestApplication;
 import dev.idempotency.test.TestApplications;
 import dev.idempotency.test.TestEffects;
@@ -63,10 +64,11 @@ class BadInputIntegrationTests {
 		sendBytes(KEYS, "long-2", other.getBytes(StandardCharsets.UTF_8));
 		awaitConsumed(KEYS);
 		assertThat(received()).contains("long-1", "long-2").doesNotContain("long-1-again");
+		// the exact digests: the keys that are not UTF-8 in this class are stored as digests too
 		assertThat(app.jdbc().queryForList("SELECT idempotency_key FROM processed_messages WHERE consumer_group = ? "
-				+ "AND idempotency_key LIKE 'sha256:%'", String.class, KEYS))
+				+ "AND idempotency_key IN (?, ?)", String.class, KEYS, StoredKey.of(key), StoredKey.of(other)))
 			.hasSize(2)
-			.allSatisfy((stored) -> assertThat(stored).hasSize("sha256:".length() + 64));
+			.allSatisfy((stored) -> assertThat(stored).startsWith("sha256:").hasSize("sha256:".length() + 64));
 		assertThat(recovered()).noneMatch((failure) -> failure.record().topic().equals(KEYS));
 	}
 
