@@ -156,7 +156,9 @@ final class OutboxBatchSender {
 				}
 			}
 			sending.inFlight.add(event);
-			sending.sends.add(send);
+			// the moment of the broker's acknowledgment, for the latency: the relay may
+			// look at it later
+			sending.sends.add(send.thenApply((result) -> Instant.now()));
 		}
 	}
 
@@ -165,13 +167,14 @@ final class OutboxBatchSender {
 		Outcome outcome = sending.outcome;
 		for (int i = 0; i < sending.inFlight.size(); i++) {
 			OutboxRecord event = sending.inFlight.get(i);
-			Throwable error = await(sending.sends.get(i), sending.deadline);
+			CompletableFuture<Instant> send = sending.sends.get(i);
+			Throwable error = await(send, sending.deadline);
 			if (!sending.notQueued.contains(event.id())) {
 				remember(event, error);
 			}
 			if (error == null) {
 				outcome.sent.add(event.id());
-				this.metrics.published(event.topic(), Duration.between(event.createdAt(), Instant.now()));
+				this.metrics.published(event.topic(), Duration.between(event.createdAt(), send.join()));
 			}
 			else if (error instanceof InterruptedException) {
 				// stopped while waiting (after the shutdown timeout): the broker may have
@@ -372,7 +375,8 @@ final class OutboxBatchSender {
 
 		final List<OutboxRecord> inFlight = new ArrayList<>();
 
-		final List<CompletableFuture<SendResult<String, byte[]>>> sends = new ArrayList<>();
+		// each completes with the moment of its acknowledgment
+		final List<CompletableFuture<Instant>> sends = new ArrayList<>();
 
 		Sending(List<List<OutboxRecord>> waves, long deadline, Outcome outcome) {
 			this.waves = waves;

@@ -3,24 +3,33 @@ package dev.idempotency.internal.outbox;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 
 /**
- * Completes the replication relay's sent batches (their rows deleted or marked) on a
- * thread of its own, beside the sending of the next batch, and tells how far the slot's
- * position may move: past a batch's transactions only once its rows are completed, so
- * that a crash never leaves a sent row behind a confirmed position (it would stay pending
- * for ever); at worst it is sent again. At most two completions are in flight.
+ * Completes the replication relay's sent batches (their rows deleted or marked, once
+ * their transactions are visible) on a thread of its own, beside the sending of the next
+ * batch, and tells how far the slot's position may move: past a batch's transactions only
+ * once its rows are completed, so that a crash never leaves a sent row behind a confirmed
+ * position (it would stay pending for ever); at worst it is sent again. At most two
+ * completions are in flight; while the stream's thread waits for one, it keeps the stream
+ * alive.
  */
 final class ReplicationCompletions implements AutoCloseable {
 
 	private static final int IN_FLIGHT = 2;
 
-	private final Consumer<List<Long>> completion;
+	private static final long WAIT_STEP_MILLIS = 100;
+
+	private final BiConsumer<List<Long>, Set<Integer>> completion;
+
+	private final Runnable whileWaiting;
 
 	private final ExecutorService executor = Executors.newSingleThreadExecutor((task) -> {
 		Thread thread = new Thread(task, "idempotency-outbox-completion");
@@ -32,24 +41,32 @@ final class ReplicationCompletions implements AutoCloseable {
 
 	private long donePosition;
 
-	ReplicationCompletions(Consumer<List<Long>> completion) {
+	/**
+	 * Create the completions of one stream.
+	 * @param completion completes sent events, given their ids and their transactions
+	 * @param whileWaiting run every 100 ms while the stream's thread waits for a
+	 * completion: answers the server if it is time to
+	 */
+	ReplicationCompletions(BiConsumer<List<Long>, Set<Integer>> completion, Runnable whileWaiting) {
 		this.completion = completion;
+		this.whileWaiting = whileWaiting;
 	}
 
 	/**
 	 * Complete a batch's sent events.
 	 * @param sent their ids
+	 * @param transactions the transactions they come from
 	 * @param position the position that may be confirmed once they are completed: the end
 	 * of the last transaction the batch completed, or 0
 	 * @throws IllegalStateException if a completion failed (the relay streams again from
 	 * the confirmed position)
 	 */
-	void submit(List<Long> sent, long position) {
+	void submit(List<Long> sent, Set<Integer> transactions, long position) {
 		while (this.pending.size() >= IN_FLIGHT) {
 			take();
 		}
 		CompletableFuture<Void> done = sent.isEmpty() ? CompletableFuture.completedFuture(null)
-				: CompletableFuture.runAsync(() -> this.completion.accept(sent), this.executor);
+				: CompletableFuture.runAsync(() -> this.completion.accept(sent, transactions), this.executor);
 		this.pending.addLast(new Pending(done, position));
 	}
 
@@ -81,11 +98,24 @@ final class ReplicationCompletions implements AutoCloseable {
 	// waits for the oldest completion in flight
 	private void take() {
 		Pending first = this.pending.removeFirst();
-		try {
-			first.done().join();
-		}
-		catch (RuntimeException ex) {
-			throw new IllegalStateException("Could not complete sent outbox events; they are streamed again", ex);
+		while (true) {
+			try {
+				first.done().get(WAIT_STEP_MILLIS, TimeUnit.MILLISECONDS);
+				break;
+			}
+			catch (TimeoutException ex) {
+				// a completion waits for its transactions' visibility, or for the database
+				this.whileWaiting.run();
+			}
+			catch (ExecutionException | RuntimeException ex) {
+				throw new IllegalStateException("Could not complete sent outbox events; they are streamed again",
+						(ex.getCause() != null) ? ex.getCause() : ex);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				throw new IllegalStateException("Interrupted while completing sent outbox events; they are streamed "
+						+ "again", ex);
+			}
 		}
 		this.donePosition = Math.max(this.donePosition, first.position());
 	}
@@ -94,7 +124,11 @@ final class ReplicationCompletions implements AutoCloseable {
 	public void close() {
 		this.executor.shutdown();
 		try {
-			this.executor.awaitTermination(10, TimeUnit.SECONDS);
+			if (!this.executor.awaitTermination(10, TimeUnit.SECONDS)) {
+				// still waiting for a transaction to become visible: its rows are
+				// completed after the stream is read again
+				this.executor.shutdownNow();
+			}
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();

@@ -2,6 +2,7 @@ package dev.idempotency.internal.outbox;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -100,7 +101,7 @@ final class ReplicationDelivery {
 	 * @param batch the batch in flight
 	 * @param pause waits between attempts, keeping the stream alive; answers
 	 * {@code false} when the relay stops meanwhile
-	 * @param completion completes the events acknowledged (see {@link #complete(List)}),
+	 * @param completion completes the events acknowledged (see {@link #complete(List, Collection)}),
 	 * given their ids once, whatever happens
 	 * @return whether each event is acknowledged or parked; {@code false} when the relay
 	 * stopped first (the events not sent are streamed again to the next reader)
@@ -113,10 +114,6 @@ final class ReplicationDelivery {
 		Duration backoff = this.settings.initialBackoff();
 		OutboxBatchSender.Sending sending = batch.sending;
 		try {
-			// the rows are completed or parked below: their transactions must be visible
-			if (!this.visibility.await(batch.transactions, pause)) {
-				return false;
-			}
 			while (!remaining.isEmpty()) {
 				OutboxBatchSender.Outcome outcome = this.sender.finish(sending);
 				sent.addAll(outcome.sent);
@@ -147,6 +144,11 @@ final class ReplicationDelivery {
 					else {
 						retry.add(event);
 					}
+				}
+				// the rows parked must be visible (the completion of the sent ones waits
+				// for it on its own thread)
+				if (!parked.isEmpty() && !this.visibility.await(batch.transactions, pause)) {
+					return false;
 				}
 				park(parked);
 				if (retry.isEmpty()) {
@@ -180,11 +182,29 @@ final class ReplicationDelivery {
 
 	/**
 	 * Complete events the broker acknowledged: delete them (or mark them sent), in one
-	 * statement.
+	 * statement, once their transactions are visible. Runs beside the stream's thread, so
+	 * that the next batch is sent without waiting for it.
 	 * @param sent their ids
+	 * @param transactions the transactions they come from
+	 * @throws IllegalStateException if interrupted while waiting for visibility
 	 */
-	void complete(List<Long> sent) {
+	void complete(List<Long> sent, Collection<Integer> transactions) {
+		if (!this.visibility.await(transactions, ReplicationDelivery::sleep)) {
+			throw new IllegalStateException("Interrupted while waiting for transactions " + transactions
+					+ " to become visible");
+		}
 		this.repository.complete(sent, List.of(), "", this.settings.deleteSent());
+	}
+
+	private static boolean sleep(Duration duration) {
+		try {
+			Thread.sleep(duration.toMillis());
+			return true;
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
 	}
 
 	/**
@@ -317,6 +337,13 @@ final class ReplicationDelivery {
 		 */
 		boolean acknowledged() {
 			return this.sending.answered();
+		}
+
+		/**
+		 * Return the transactions the batch's events come from.
+		 */
+		Set<Integer> transactions() {
+			return this.transactions;
 		}
 
 		/**

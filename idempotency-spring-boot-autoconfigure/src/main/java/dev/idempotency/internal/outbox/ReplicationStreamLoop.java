@@ -206,7 +206,8 @@ final class ReplicationStreamLoop implements Runnable {
 	}
 
 	private void stream(PGReplicationStream stream) throws SQLException {
-		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete)) {
+		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete,
+				() -> statusIfDue(stream))) {
 			stream(stream, completions);
 		}
 		finally {
@@ -291,10 +292,12 @@ final class ReplicationStreamLoop implements Runnable {
 				inFlightPosition = completed;
 				batch = new ArrayList<>();
 				transactions = new LinkedHashSet<>();
+				// read on while it is in flight
+				continue;
 			}
 			if (inFlight != null && (message == null || readAheadOver(inFlight))) {
-				// nothing more to read, or read long enough ahead: the batch in flight is
-				// finished now (its send timeout runs)
+				// nothing more to read and the batch in flight answered (or slow to), or
+				// read long enough ahead: it is finished now (its send timeout runs)
 				if (!finish(stream, completions, inFlight, inFlightPosition)) {
 					return;
 				}
@@ -361,7 +364,7 @@ final class ReplicationStreamLoop implements Runnable {
 	private boolean finish(PGReplicationStream stream, ReplicationCompletions completions,
 			ReplicationDelivery.InFlight inFlight, long position) {
 		return this.delivery.finish(inFlight, (duration) -> keepAlive(stream, duration),
-				(sent) -> completions.submit(sent, position));
+				(sent) -> completions.submit(sent, inFlight.transactions(), position));
 	}
 
 	// true when woken up by a local commit: its events reach the stream within moments
@@ -380,20 +383,11 @@ final class ReplicationStreamLoop implements Runnable {
 	// yet visible), answering the server every status interval
 	private boolean keepAlive(PGReplicationStream stream, Duration duration) {
 		long deadline = System.nanoTime() + duration.toNanos();
-		long interval = this.settings.statusInterval().toNanos();
 		long step = Math.max(1, Math.min(duration.toMillis(), this.settings.statusInterval().toMillis()));
 		while (this.running && deadline - System.nanoTime() > 0) {
 			try {
-				// the position stays where it is; the server must not take the connection
-				// for dead (wal_sender_timeout) meanwhile
-				if (System.nanoTime() - this.lastStatus >= interval) {
-					stream.forceUpdateStatus();
-					this.lastStatus = System.nanoTime();
-				}
+				statusIfDue(stream);
 				Thread.sleep(Math.min(step, Math.max(1, (deadline - System.nanoTime()) / 1_000_000)));
-			}
-			catch (SQLException ex) {
-				throw new IllegalStateException("The replication connection failed while the relay waited", ex);
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
@@ -401,6 +395,20 @@ final class ReplicationStreamLoop implements Runnable {
 			}
 		}
 		return this.running;
+	}
+
+	// the position stays where it is; the server must not take the connection for dead
+	// (wal_sender_timeout) while the relay waits
+	private void statusIfDue(PGReplicationStream stream) {
+		if (System.nanoTime() - this.lastStatus >= this.settings.statusInterval().toNanos()) {
+			try {
+				stream.forceUpdateStatus();
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException("The replication connection failed while the relay waited", ex);
+			}
+			this.lastStatus = System.nanoTime();
+		}
 	}
 
 	private void pause(Duration duration) {
