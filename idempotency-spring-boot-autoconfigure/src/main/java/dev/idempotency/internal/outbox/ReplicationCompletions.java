@@ -120,15 +120,16 @@ final class ReplicationCompletions implements AutoCloseable {
 		this.donePosition = Math.max(this.donePosition, first.position());
 	}
 
+	/**
+	 * Stop the completions: those not done are dropped (after a stop every one is done;
+	 * after a failure, the rows of those dropped stay behind the confirmed position and are
+	 * streamed again).
+	 */
 	@Override
 	public void close() {
-		this.executor.shutdown();
+		this.executor.shutdownNow();
 		try {
-			if (!this.executor.awaitTermination(10, TimeUnit.SECONDS)) {
-				// still waiting for a transaction to become visible: its rows are
-				// completed after the stream is read again
-				this.executor.shutdownNow();
-			}
+			this.executor.awaitTermination(1, TimeUnit.SECONDS);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();

@@ -101,7 +101,7 @@ final class ReplicationDelivery {
 	 * @param batch the batch in flight
 	 * @param pause waits between attempts, keeping the stream alive; answers
 	 * {@code false} when the relay stops meanwhile
-	 * @param completion completes the events acknowledged (see {@link #complete(List, Collection)}),
+	 * @param completion completes the events acknowledged (see {@link #complete(List, Collection, Pause)}),
 	 * given their ids once, whatever happens
 	 * @return whether each event is acknowledged or parked; {@code false} when the relay
 	 * stopped first (the events not sent are streamed again to the next reader)
@@ -178,6 +178,11 @@ final class ReplicationDelivery {
 	 */
 	void settle(InFlight batch) {
 		batch.sending.awaitAnswers();
+		if (!batch.acknowledged()) {
+			// sends still in the producer past the batch's send timeout: dropped with it,
+			// so that none of them reaches the broker after the next reader sent it again
+			resetProducer();
+		}
 	}
 
 	/**
@@ -186,25 +191,17 @@ final class ReplicationDelivery {
 	 * that the next batch is sent without waiting for it.
 	 * @param sent their ids
 	 * @param transactions the transactions they come from
-	 * @throws IllegalStateException if interrupted while waiting for visibility
+	 * @param pause waits between looks at the transactions' visibility; answers
+	 * {@code false} once the relay stops
+	 * @throws IllegalStateException if the relay stopped before they were visible (the
+	 * rows stay, behind the confirmed position, and are streamed again)
 	 */
-	void complete(List<Long> sent, Collection<Integer> transactions) {
-		if (!this.visibility.await(transactions, ReplicationDelivery::sleep)) {
-			throw new IllegalStateException("Interrupted while waiting for transactions " + transactions
-					+ " to become visible");
+	void complete(List<Long> sent, Collection<Integer> transactions, Pause pause) {
+		if (!this.visibility.await(transactions, pause)) {
+			throw new IllegalStateException("The relay stopped before transactions " + transactions
+					+ " were visible");
 		}
 		this.repository.complete(sent, List.of(), "", this.settings.deleteSent());
-	}
-
-	private static boolean sleep(Duration duration) {
-		try {
-			Thread.sleep(duration.toMillis());
-			return true;
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			return false;
-		}
 	}
 
 	/**

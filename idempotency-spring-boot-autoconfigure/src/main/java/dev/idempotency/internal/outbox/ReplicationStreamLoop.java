@@ -206,20 +206,43 @@ final class ReplicationStreamLoop implements Runnable {
 	}
 
 	private void stream(PGReplicationStream stream) throws SQLException {
-		try (ReplicationCompletions completions = new ReplicationCompletions(this.delivery::complete,
-				() -> statusIfDue(stream))) {
+		// a completion waiting for its transactions' visibility gives up once the relay
+		// stops: its rows stay behind the confirmed position and are streamed again
+		ReplicationCompletions completions = new ReplicationCompletions(
+				(sent, transactions) -> this.delivery.complete(sent, transactions, this::sleepWhileRunning),
+				() -> statusIfDue(stream));
+		try {
 			stream(stream, completions);
 		}
 		finally {
-			ReplicationDelivery.InFlight inFlight = this.unsettled;
-			if (inFlight != null) {
-				// failed with a batch in flight: its sends are answered (or timed out)
-				// while this instance still holds the slot, so that none of them reaches
-				// the broker after the next reader sent the same events again
-				this.unsettled = null;
-				this.delivery.settle(inFlight);
+			try {
+				ReplicationDelivery.InFlight inFlight = this.unsettled;
+				if (inFlight != null) {
+					// failed with a batch in flight: its sends are answered (or given up on)
+					// while this instance still holds the slot, so that none of them reaches
+					// the broker after the next reader sent the same events again
+					this.unsettled = null;
+					this.delivery.settle(inFlight);
+				}
+			}
+			finally {
+				completions.close();
 			}
 		}
+	}
+
+	private boolean sleepWhileRunning(Duration duration) {
+		if (!this.running) {
+			return false;
+		}
+		try {
+			Thread.sleep(duration.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
+		return this.running;
 	}
 
 	// whether the batch in flight was sent long enough ago that reading on would eat into
@@ -292,8 +315,11 @@ final class ReplicationStreamLoop implements Runnable {
 				inFlightPosition = completed;
 				batch = new ArrayList<>();
 				transactions = new LinkedHashSet<>();
-				// read on while it is in flight
-				continue;
+				if (message == null) {
+					// read on while it is in flight (with data flowing, the position is
+					// confirmed below as far as the batches finished)
+					continue;
+				}
 			}
 			if (inFlight != null && (message == null || readAheadOver(inFlight))) {
 				// nothing more to read and the batch in flight answered (or slow to), or

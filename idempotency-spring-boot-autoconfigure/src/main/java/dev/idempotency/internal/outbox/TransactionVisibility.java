@@ -65,7 +65,7 @@ final class TransactionVisibility {
 				logger.warn("Transactions " + transactions + " are in the replication stream but not yet visible to "
 						+ "other sessions after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started)
 						+ " s (a commit waiting for a synchronous standby?); their outbox rows are completed once "
-						+ "they are, and the stream waits meanwhile");
+						+ "they are, and the slot's position waits behind them meanwhile");
 				warnAt = System.nanoTime() + WARN_EVERY;
 			}
 			if (!pause.await(Duration.ofMillis(poll))) {

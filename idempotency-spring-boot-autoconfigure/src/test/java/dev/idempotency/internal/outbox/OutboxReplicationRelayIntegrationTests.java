@@ -108,6 +108,56 @@ class OutboxReplicationRelayIntegrationTests {
 		}
 	}
 
+	/**
+	 * While the relay catches up with a backlog, the stream always has more to read: the
+	 * slot's position must still move as the batches are finished, not only once the
+	 * stream runs dry (the server keeps the WAL behind it, and a crash would send the whole
+	 * backlog again).
+	 */
+	@Test
+	void theSlotsPositionMovesWhileTheRelayCatchesUpWithABacklog() {
+		String name = slot("replcatchup");
+		String topic = topic();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				"idempotency.outbox.auto-startup=false", "idempotency.outbox.batch-size=50",
+				"idempotency.outbox.replication.status-interval=100ms")) {
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			relay.start();
+			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
+			relay.stop();
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			JdbcTemplate server = ReplicationFixtures.jdbc();
+			String slot = name + "_outbox_slot";
+			String start = server.queryForObject("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+					+ "WHERE slot_name = ?", String.class, slot);
+			// 600 transactions of 50 events, written while the relay is stopped
+			jdbc.execute("DO $$ BEGIN FOR t IN 1..600 LOOP INSERT INTO " + name + "_outbox (event_id, aggregate_id, "
+					+ "topic, payload) SELECT gen_random_uuid(), 'key-' || (i % 10), '" + topic
+					+ "', convert_to(repeat('x', 200), 'UTF8') FROM generate_series(1, 50) i; COMMIT; END LOOP; END $$");
+			String end = server.queryForObject("SELECT pg_current_wal_lsn()::text", String.class);
+			relay.start();
+			boolean movedBeforeTheEnd = false;
+			long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+			while (System.nanoTime() < deadline) {
+				Integer left = jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class);
+				Boolean moved = server.queryForObject("SELECT confirmed_flush_lsn > ?::pg_lsn AND confirmed_flush_lsn "
+						+ "< ?::pg_lsn FROM pg_replication_slots WHERE slot_name = ?", Boolean.class, start, end, slot);
+				if (left != null && left > 5000 && Boolean.TRUE.equals(moved)) {
+					movedBeforeTheEnd = true;
+					break;
+				}
+				if (left != null && left == 0) {
+					break;
+				}
+				OutboxFixtures.sleep(Duration.ofMillis(20));
+			}
+			assertThat(movedBeforeTheEnd).as("the slot's position moved while more than 5,000 of the 30,000 events "
+					+ "were still to be sent").isTrue();
+			await().atMost(Duration.ofSeconds(120))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class) == 0);
+		}
+	}
+
 	@Test
 	void aMissingTopicStopsTheStreamWithoutDeadEventsUntilItExists() {
 		String name = slot("reploutage");

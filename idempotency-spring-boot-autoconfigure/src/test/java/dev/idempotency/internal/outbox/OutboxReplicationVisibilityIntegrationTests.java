@@ -57,8 +57,46 @@ class OutboxReplicationVisibilityIntegrationTests {
 	@Test
 	void theRowOfAnEventStreamedBeforeItsTransactionWasVisibleIsCompletedOnceItIs() throws Exception {
 		streamAndHoldTheCommitInvisible(Duration.ofSeconds(1), () -> {
-		}, () -> {
+		}, NOTHING_MORE, () -> {
 		});
+	}
+
+	/**
+	 * The later batches are sent while the first one's transaction is not visible, and
+	 * their rows wait behind its row; once two completions wait, the relay's thread waits
+	 * for them before it reads on, and must still answer the server meanwhile.
+	 */
+	@Test
+	void laterBatchesAreSentWhileAnEarlierTransactionIsInvisibleAndTheStreamStaysConnected() throws Exception {
+		JdbcTemplate server = this.postgres.jdbc();
+		server.execute("ALTER SYSTEM SET wal_sender_timeout = '2s'");
+		server.execute("SELECT pg_reload_conf()");
+		AtomicReference<Integer> walSender = new AtomicReference<>();
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)),
+				(context, consumer, topic) -> {
+					JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+					for (int i = 0; i < 2; i++) {
+						// one batch each: the next is written once this one is received
+						String value = "later:" + i;
+						OutboxFixtures.publish(context, topic, "later", value);
+						assertThat(consumer.receiveUntil((received) -> received.stream()
+							.anyMatch((record) -> record.value().equals(value)), Duration.ofSeconds(30)))
+							.extracting(ConsumerRecord::value)
+							.contains(value);
+					}
+					// two completions wait (the first for its transaction's visibility): the
+					// relay's thread waits for them before it reads this one
+					OutboxFixtures.publish(context, topic, "later", "later:2");
+					OutboxFixtures.sleep(Duration.ofSeconds(1));
+					assertThat(consumer.receive(0, Duration.ZERO)).extracting(ConsumerRecord::value)
+						.doesNotContain("later:2");
+					// completed in order: behind the invisible transaction's row
+					assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class))
+						.isEqualTo(3);
+				}, () -> assertThat(activePid(server)).as("the slot's wal sender after 6 s of waiting")
+					.isNotNull()
+					.isEqualTo(walSender.get()),
+				"idempotency.outbox.replication.status-interval=500ms");
 	}
 
 	/**
@@ -73,17 +111,54 @@ class OutboxReplicationVisibilityIntegrationTests {
 		server.execute("ALTER SYSTEM SET wal_sender_timeout = '2s'");
 		server.execute("SELECT pg_reload_conf()");
 		AtomicReference<Integer> walSender = new AtomicReference<>();
-		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)),
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)), NOTHING_MORE,
 				() -> assertThat(activePid(server)).as("the slot's wal sender after 6 s of waiting")
 					.isNotNull()
 					.isEqualTo(walSender.get()),
 				"idempotency.outbox.replication.status-interval=500ms");
 	}
 
+	/**
+	 * A stop does not wait for a transaction that may stay invisible for long: the
+	 * completion waiting for it gives up (its row stays behind the slot's position, and is
+	 * streamed again), and no thread of the relay is left behind.
+	 */
+	@Test
+	void aStopDoesNotWaitForAnInvisibleTransaction() throws Exception {
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(1), () -> {
+		}, (context, consumer, topic) -> {
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			long started = System.nanoTime();
+			relay.stop();
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).as("time to stop")
+				.isLessThan(Duration.ofSeconds(5));
+			await().atMost(Duration.ofSeconds(5))
+				.untilAsserted(() -> assertThat(Thread.getAllStackTraces().keySet())
+					.noneMatch((thread) -> thread.getName().equals("idempotency-outbox-completion")));
+			// started again, it streams the event again and completes it once visible
+			relay.start();
+		}, () -> {
+		}, "idempotency.outbox.shutdown-timeout=20s");
+	}
+
+	private static final WhileInvisible NOTHING_MORE = (context, consumer, topic) -> {
+	};
+
+	/**
+	 * What a test does while the first transaction is streamed, sent and still invisible.
+	 */
+	@FunctionalInterface
+	private interface WhileInvisible {
+
+		void run(ConfigurableApplicationContext context, TestConsumer consumer, String topic);
+
+	}
+
 	// streams an event whose transaction's commit waits for a standby that never answers,
 	// holds it invisible for the given time (the checks run before the commit and at the
 	// end of the hold), then cancels the wait: the event's row must be completed once visible
-	private void streamAndHoldTheCommitInvisible(Duration hold, Runnable beforeCommit, Runnable afterHold,
+	private void streamAndHoldTheCommitInvisible(Duration hold, Runnable beforeCommit,
+			WhileInvisible whileInvisible, Runnable afterHold,
 			String... properties) throws Exception {
 		String topic = "it-repl-visible-" + UUID.randomUUID();
 		TestInfrastructure.createTopic(topic, 1);
@@ -106,6 +181,7 @@ class OutboxReplicationVisibilityIntegrationTests {
 				assertThat(received).extracting(ConsumerRecord::value).containsExactly("streamed before it was visible");
 				assertThat(commit).isNotDone();
 				assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class)).isZero();
+				whileInvisible.run(context, consumer, topic);
 				OutboxFixtures.sleep(hold);
 				assertThat(commit).isNotDone();
 				afterHold.run();
