@@ -27,7 +27,9 @@ import org.apache.kafka.common.TopicPartition;
  * Redis, each reached through a {@link NetworkProxy} of the driver's, injects the faults
  * of a seeded {@link FaultPlan} while the transfers are sent, waits for the run to drain
  * and hands it to the {@link Checker}. The network faults run on a thread of their own,
- * so that they overlap the others.
+ * so that they overlap the others. With the HTTP handler, {@link HttpTraffic} sends its
+ * requests over the same time as the transfers, each workload process reached through a
+ * proxy of its own that drops a share of the responses.
  * <p>
  * {@code FaultDriver --size=ci|full|control [--seed=N] [--events=N] [--kills=N] ...}
  * prints the seed, the plan, the faults as they happen and one summary line, and exits
@@ -53,6 +55,9 @@ public final class FaultDriver {
 
 	// in the order of FaultPlan.SERVERS
 	private final List<NetworkProxy> proxies = new ArrayList<>();
+
+	// in front of each workload process's HTTP port, dropping a share of the responses
+	private final List<NetworkProxy> httpProxies = new ArrayList<>();
 
 	private Workload workload;
 
@@ -168,6 +173,15 @@ public final class FaultDriver {
 							.map((proxy) -> "127.0.0.1:" + proxy.port())
 							.collect(Collectors.joining(",")),
 						"redis://127.0.0.1:" + redisProxy.port(), this.directory);
+				List<Integer> httpPorts = this.workload.httpPorts();
+				for (int i = 0; i < httpPorts.size(); i++) {
+					NetworkProxy httpProxy = new NetworkProxy("http-" + i).start(httpPorts.get(i))
+						.dropAnswers(HttpTraffic.DROP_SHARE, this.options.seed() + i);
+					this.httpProxies.add(httpProxy);
+				}
+				HttpTraffic http = new HttpTraffic(this.options,
+						this.httpProxies.stream().map(NetworkProxy::port).toList(), this::log);
+				this.database.createHttpRequests(http.requests());
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
@@ -190,6 +204,8 @@ public final class FaultDriver {
 					}
 				}, "transfer-producer");
 				sender.start();
+				// the HTTP requests over the same time as the transfers, so that faults meet them
+				http.start(this.options.window().multipliedBy(8).dividedBy(10));
 				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
 				// as an orchestrator would: a process that exits by itself (one that starts
 				// while PostgreSQL is down fails its start-up) is started again
@@ -222,6 +238,10 @@ public final class FaultDriver {
 				network.awaitTermination(10, TimeUnit.MINUTES);
 				this.proxies.forEach(NetworkProxy::heal);
 				this.workload.restoreAll();
+				HttpTraffic.Totals httpTotals = http.await();
+				if (httpTotals.requests() > 0) {
+					log("HTTP requests: " + httpTotals + ", dropped responses " + droppedResponses());
+				}
 				drain();
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
@@ -232,6 +252,7 @@ public final class FaultDriver {
 						this.brokerRestarts, this.brokerKills, this.pauses, this.replayed, this.networkFaults,
 						this.networkFaultsWithoutEffect, this.exits, this.exitsWhilePgDown));
 				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
+				this.httpProxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
 				Vitals.Sample lastVitals = Vitals.sample("end", this.workload.processes(), proxyPorts,
 						this.postgres.jdbcUrl());
 				lastVitals.lines().forEach(this::log);
@@ -247,7 +268,8 @@ public final class FaultDriver {
 						Checker.modeTopics(this.options))
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
 							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
-							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills),
+							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills, httpTotals,
+							droppedResponses()),
 							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
@@ -410,6 +432,10 @@ public final class FaultDriver {
 		}
 		String waited = (extended >= 100) ? ", after " + extended + " ms more waiting for traffic" : "";
 		log(what + " healed: " + evidence + waited + ((effect > 0) ? "" : ", no effect: not counted"));
+	}
+
+	private long droppedResponses() {
+		return this.httpProxies.stream().mapToLong((proxy) -> proxy.stats().droppedAnswers()).sum();
 	}
 
 	private static long effect(FaultPlan.Kind kind, NetworkProxy.Stats before, NetworkProxy.Stats after) {
@@ -647,6 +673,7 @@ public final class FaultDriver {
 			this.workload.processes().forEach(JavaProcess::kill);
 		}
 		this.proxies.forEach(NetworkProxy::close);
+		this.httpProxies.forEach(NetworkProxy::close);
 		try {
 			if (this.broker != null) {
 				this.broker.stop();
