@@ -61,6 +61,13 @@ public final class FaultDriver {
 
 	private Workload workload;
 
+	private HttpTraffic http;
+
+	// kills of a workload process with HTTP requests in flight to it, and those requests
+	private long killsWithHttpInFlight;
+
+	private long httpInFlightAtKills;
+
 	private LedgerDatabase database;
 
 	private final long started = System.nanoTime();
@@ -179,9 +186,9 @@ public final class FaultDriver {
 						.dropAnswers(HttpTraffic.DROP_SHARE, this.options.seed() + i);
 					this.httpProxies.add(httpProxy);
 				}
-				HttpTraffic http = new HttpTraffic(this.options,
+				this.http = new HttpTraffic(this.options,
 						this.httpProxies.stream().map(NetworkProxy::port).toList(), this::log);
-				this.database.createHttpRequests(http.requests());
+				this.database.createHttpRequests(this.http.requests());
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
@@ -205,7 +212,7 @@ public final class FaultDriver {
 				}, "transfer-producer");
 				sender.start();
 				// the HTTP requests over the same time as the transfers, so that faults meet them
-				http.start(this.options.window().multipliedBy(8).dividedBy(10));
+				this.http.start(this.options.window().multipliedBy(8).dividedBy(10));
 				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
 				// as an orchestrator would: a process that exits by itself (one that starts
 				// while PostgreSQL is down fails its start-up) is started again
@@ -238,9 +245,11 @@ public final class FaultDriver {
 				network.awaitTermination(10, TimeUnit.MINUTES);
 				this.proxies.forEach(NetworkProxy::heal);
 				this.workload.restoreAll();
-				HttpTraffic.Totals httpTotals = http.await();
+				HttpTraffic.Totals httpTotals = this.http.await();
 				if (httpTotals.requests() > 0) {
-					log("HTTP requests: " + httpTotals + ", dropped responses " + droppedResponses());
+					log("HTTP requests: " + httpTotals + ", dropped responses " + droppedResponses() + ", kills with "
+							+ "requests in flight to the process " + this.killsWithHttpInFlight + " (requests "
+							+ this.httpInFlightAtKills + ")");
 				}
 				drain();
 				supervisor.shutdownNow();
@@ -485,15 +494,21 @@ public final class FaultDriver {
 			log("no running workload process to kill");
 			return;
 		}
+		int httpInFlight = this.http.inFlight(this.workload.processes().indexOf(process));
 		process.kill();
 		this.kills++;
+		if (httpInFlight > 0) {
+			this.killsWithHttpInFlight++;
+			this.httpInFlightAtKills += httpInFlight;
+		}
+		String http = (httpInFlight > 0) ? ", " + httpInFlight + " HTTP requests in flight to it" : "";
 		JavaProcess killed = process;
 		restarts.schedule(() -> {
 			killed.start();
 			log("started " + killed);
 		}, fault.duration().toMillis(), TimeUnit.MILLISECONDS);
 		if (owners.isEmpty()) {
-			log("SIGKILL " + process + ", restart in " + fault.duration().toMillis() + " ms");
+			log("SIGKILL " + process + http + ", restart in " + fault.duration().toMillis() + " ms");
 			return;
 		}
 		// a batch whose relay died stays leased until the lease expires
@@ -501,8 +516,8 @@ public final class FaultDriver {
 		if (left > 0) {
 			this.midRelayKills++;
 		}
-		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims, restart in "
-				+ fault.duration().toMillis() + " ms");
+		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims" + http
+				+ ", restart in " + fault.duration().toMillis() + " ms");
 	}
 
 	/**

@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -71,6 +72,9 @@ final class HttpTraffic {
 
 	private final List<String> unanswered = new ArrayList<>();
 
+	// attempts sent and not ended, by target
+	private final AtomicIntegerArray inFlight;
+
 	private final ExecutorService threads = Executors.newFixedThreadPool(THREADS, (task) -> {
 		Thread thread = new Thread(task, "http-client");
 		thread.setDaemon(true);
@@ -100,6 +104,7 @@ final class HttpTraffic {
 			.map((port) -> URI.create("http://127.0.0.1:" + port + HttpTransfers.PATH))
 			.toList();
 		this.log = log;
+		this.inFlight = new AtomicIntegerArray(Math.max(1, this.targets.size()));
 	}
 
 	/**
@@ -154,6 +159,16 @@ final class HttpTraffic {
 		return totals();
 	}
 
+	/**
+	 * Return how many attempts are in flight to a workload process: sent, and neither
+	 * answered nor failed yet.
+	 * @param process the process's index among the targets
+	 * @return the attempts in flight, 0 without the HTTP handler
+	 */
+	int inFlight(int process) {
+		return (process >= 0 && process < this.targets.size()) ? this.inFlight.get(process) : 0;
+	}
+
 	Totals totals() {
 		synchronized (this.unanswered) {
 			return new Totals(this.requests.size(), this.attempts.get(), this.replayed.get(), this.inProgress.get(),
@@ -172,10 +187,17 @@ final class HttpTraffic {
 		String last = "nothing";
 		for (int attempt = 0; System.nanoTime() < deadline; attempt++) {
 			this.attempts.incrementAndGet();
-			URI target = this.targets.get((int) ((transfer.id() + attempt) % this.targets.size()));
+			int index = (int) ((transfer.id() + attempt) % this.targets.size());
 			try {
-				HttpResponse<String> response = this.client.send(request.uri(target).build(),
-						HttpResponse.BodyHandlers.ofString());
+				HttpResponse<String> response;
+				this.inFlight.incrementAndGet(index);
+				try {
+					response = this.client.send(request.uri(this.targets.get(index)).build(),
+							HttpResponse.BodyHandlers.ofString());
+				}
+				finally {
+					this.inFlight.decrementAndGet(index);
+				}
 				int status = response.statusCode();
 				if (status >= 200 && status < 300) {
 					if (response.body().startsWith(transfer.id() + ",")) {
