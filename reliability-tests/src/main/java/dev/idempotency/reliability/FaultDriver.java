@@ -40,6 +40,12 @@ public final class FaultDriver {
 	/** How much longer a network fault lasts when it found no traffic to disturb. */
 	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(90);
 
+	/**
+	 * How long a kill or a pause of a workload process waits for an HTTP request in flight
+	 * to it, when the HTTP handler runs, so that they land on requests mid-handler.
+	 */
+	private static final Duration HTTP_KILL_WAIT = Duration.ofSeconds(3);
+
 	/** How long into a long PostgreSQL outage a workload process is restarted. */
 	private static final Duration LONG_OUTAGE_RESTART = Duration.ofSeconds(10);
 
@@ -358,8 +364,10 @@ public final class FaultDriver {
 			case PAUSE -> {
 				JavaProcess process = running(fault.target());
 				if (process != null) {
-					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms");
+					int httpInFlight = awaitHttpInFlight(process);
 					process.pause();
+					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms"
+							+ ((httpInFlight > 0) ? ", " + httpInFlight + " HTTP requests in flight to it" : ""));
 					Thread.sleep(fault.duration().toMillis());
 					process.resume();
 					this.pauses++;
@@ -494,7 +502,8 @@ public final class FaultDriver {
 			log("no running workload process to kill");
 			return;
 		}
-		int httpInFlight = this.http.inFlight(this.workload.processes().indexOf(process));
+		int httpInFlight = (fault.kind() == FaultPlan.Kind.KILL) ? awaitHttpInFlight(process)
+				: this.http.inFlight(this.workload.processes().indexOf(process));
 		process.kill();
 		this.kills++;
 		if (httpInFlight > 0) {
@@ -518,6 +527,22 @@ public final class FaultDriver {
 		}
 		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims" + http
 				+ ", restart in " + fault.duration().toMillis() + " ms");
+	}
+
+	/**
+	 * Wait until an HTTP request is in flight to a workload process, likely in its
+	 * handler's transaction, at most {@link #HTTP_KILL_WAIT}, when the HTTP handler runs.
+	 * @return the requests in flight to it now
+	 */
+	private int awaitHttpInFlight(JavaProcess process) throws InterruptedException {
+		int index = this.workload.processes().indexOf(process);
+		if (this.options.runs(RunOptions.HTTP)) {
+			long deadline = System.nanoTime() + HTTP_KILL_WAIT.toNanos();
+			while (this.http.inFlight(index) == 0 && System.nanoTime() < deadline) {
+				Thread.sleep(1);
+			}
+		}
+		return this.http.inFlight(index);
 	}
 
 	/**

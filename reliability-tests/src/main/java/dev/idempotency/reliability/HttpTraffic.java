@@ -43,7 +43,12 @@ final class HttpTraffic {
 
 	private static final int THREADS = 4;
 
-	private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(20);
+	/**
+	 * Longer than the claim's lock timeout (5 s), which a retry may wait out before its
+	 * {@code 409}; shorter than a pause ({@link FaultPlan#PAUSE}), so that a request to a
+	 * paused process is retried elsewhere while the paused one holds its claim.
+	 */
+	private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(8);
 
 	private static final long FIRST_BACKOFF_MILLIS = 200;
 

@@ -18,8 +18,10 @@ import org.springframework.web.bind.annotation.RestController;
  * mode, keyed by the {@code Idempotency-Key} header, which the starter carries into the
  * event's id), and the negative control, which applies every request it gets.
  * <p>
- * The response, {@code 201} with {@code id,sequence,worker}, names the request, so that
- * the client can tell that an answer is its own.
+ * The handler works for {@value #WORK_MILLIS} ms after its updates, before it answers, as
+ * a handler with more to do would. The response, {@code 201} with
+ * {@code id,sequence,worker}, names the request, so that the client can tell that an answer
+ * is its own.
  */
 final class HttpTransfers {
 
@@ -27,12 +29,20 @@ final class HttpTransfers {
 
 	static final String KEY_HEADER = "Idempotency-Key";
 
+	/**
+	 * How long the handler works after its updates, in its transaction: the time in which
+	 * a kill meets a request whose effect is written and not committed.
+	 */
+	private static final long WORK_MILLIS = 20;
+
 	private HttpTransfers() {
 	}
 
-	private static ResponseEntity<String> created(Ledger ledger, String key, String body) {
+	private static ResponseEntity<String> created(Ledger ledger, String key, String body)
+			throws InterruptedException {
 		Transfer transfer = Transfer.parse(body.trim());
 		long sequence = ledger.applyRequest(transfer, key);
+		Thread.sleep(WORK_MILLIS);
 		return ResponseEntity.status(201)
 			.contentType(MediaType.TEXT_PLAIN)
 			.body(transfer.id() + "," + sequence + "," + ledger.worker());
@@ -49,7 +59,8 @@ final class HttpTransfers {
 
 		@PostMapping(path = PATH, consumes = MediaType.TEXT_PLAIN_VALUE)
 		@Idempotent
-		public ResponseEntity<String> transfer(@RequestHeader(KEY_HEADER) String key, @RequestBody String body) {
+		public ResponseEntity<String> transfer(@RequestHeader(KEY_HEADER) String key, @RequestBody String body)
+				throws InterruptedException {
 			return created(this.ledger, key, body);
 		}
 
@@ -66,7 +77,8 @@ final class HttpTransfers {
 
 		@PostMapping(path = PATH, consumes = MediaType.TEXT_PLAIN_VALUE)
 		@Transactional
-		public ResponseEntity<String> transfer(@RequestHeader(KEY_HEADER) String key, @RequestBody String body) {
+		public ResponseEntity<String> transfer(@RequestHeader(KEY_HEADER) String key, @RequestBody String body)
+				throws InterruptedException {
 			return created(this.ledger, key, body);
 		}
 
