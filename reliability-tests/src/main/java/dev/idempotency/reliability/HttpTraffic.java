@@ -86,7 +86,10 @@ final class HttpTraffic {
 		return thread;
 	});
 
-	private long sendStart;
+	private volatile long sendStart;
+
+	// when the last request to end ended
+	private final AtomicLong lastEnded = new AtomicLong();
 
 	/**
 	 * The requests of a run, drawn from the seed.
@@ -142,6 +145,7 @@ final class HttpTraffic {
 							TimeUnit.NANOSECONDS.sleep(wait);
 						}
 						send(this.requests.get(index));
+						this.lastEnded.accumulateAndGet(System.nanoTime(), Math::max);
 					}
 					catch (InterruptedException ex) {
 						Thread.currentThread().interrupt();
@@ -176,8 +180,10 @@ final class HttpTraffic {
 
 	Totals totals() {
 		synchronized (this.unanswered) {
+			long ended = this.lastEnded.get();
 			return new Totals(this.requests.size(), this.attempts.get(), this.replayed.get(), this.inProgress.get(),
-					this.serverErrors.get(), this.connectionErrors.get(), this.unanswered.size());
+					this.serverErrors.get(), this.connectionErrors.get(), this.unanswered.size(),
+					(ended == 0) ? 0 : (ended - this.sendStart) / 1_000_000);
 		}
 	}
 
@@ -254,9 +260,10 @@ final class HttpTraffic {
 	 * @param connectionErrors attempts that ended without an answer: a connection reset or
 	 * closed (a dropped response, a killed process) or refused, or a timeout
 	 * @param unanswered requests that got no definite answer, or a wrong one
+	 * @param millis from the start of the sending until the last request ended
 	 */
 	record Totals(long requests, long attempts, long replayed, long inProgress, long serverErrors,
-			long connectionErrors, long unanswered) {
+			long connectionErrors, long unanswered, long millis) {
 
 		/**
 		 * Return the attempts after the first of each request.
