@@ -61,11 +61,12 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.redisOutageSeconds()).isZero();
 		assertThat(verdict.networkFaults()).isZero();
 		// the handler without @Idempotent applies a request again for each response dropped
-		// after its commit: the proxy drops a response only once the handler answered
+		// after its commit (the proxy drops a response only once the handler answered), and
+		// for each attempt that timed out on a slow machine and still committed
 		assertThat(verdict.http().appliedTwice()).isPositive();
 		assertThat(verdict.http().lost()).isZero();
 		assertThat(verdict.http().applications() - verdict.http().requests())
-			.isEqualTo(verdict.http().droppedResponses());
+			.isGreaterThanOrEqualTo(verdict.http().droppedResponses());
 		assertThat(verdict.http().unanswered()).isZero();
 	}
 
