@@ -3,7 +3,9 @@
 #   reliability-tests/run.sh --size=full [--seed=N] [--events=N] [--kills=N] ...
 #   reliability-tests/run.sh --size=ci --seed=42        (the size the build runs)
 #   reliability-tests/run.sh --size=control             (the negative control: must fail)
-#   reliability-tests/run.sh --size=ci --modes=transactional,lease   (listeners: transactional,lease,batch)
+#   reliability-tests/run.sh --size=ci --modes=transactional,lease   (listeners: transactional,lease,batch;
+#                                                                    http: the HTTP handler; all four by default)
+#   reliability-tests/run.sh --size=ci --http-requests=1000          (HTTP requests; default: events/20, at least 100)
 # RELIABILITY_WORKLOAD_ARGS="--idempotency.outbox.claim-ahead=true ..." adds application properties
 # to every workload process; RELIABILITY_POSTGRES_SETTINGS="synchronous_commit=off ..." sets
 # PostgreSQL's settings over its durable defaults (a negative control of the crash check).

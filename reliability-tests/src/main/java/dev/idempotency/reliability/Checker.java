@@ -29,8 +29,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * Counts every effect after the run has drained, from the database and the topics:
  * every transfer applied exactly once (those of the batch listener too), balances that add
  * up, every outbox event on the output topic, in order per account for first occurrences,
- * and nothing left pending, dead or dead-lettered; and every payment of the lease-mode
- * listener charged as the lease mode promises (see {@link LeaseCount}).
+ * and nothing left pending, dead or dead-lettered; every payment of the lease-mode
+ * listener charged as the lease mode promises (see {@link LeaseCount}); and every request
+ * of the HTTP handler applied exactly once and answered, its event on the output topic with
+ * the transfers' events, in order per account (see {@link HttpCount}).
  */
 final class Checker {
 
@@ -77,9 +79,33 @@ final class Checker {
 	 * @param redisOutageSeconds how long Redis was down in all, by restarts and long outages
 	 * @param modes what the workload ran (see {@link RunOptions#modes()})
 	 * @param brokerKills SIGKILLs of one Kafka broker whose leadership moved (see {@link BrokerKill})
+	 * @param http what the HTTP client did (no requests without the HTTP handler)
+	 * @param httpDroppedResponses HTTP responses the proxies dropped
 	 */
 	record Faults(long duplicatesInjected, long kills, long redisRestarts, long dbKills, long networkFaults,
-			long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes, long brokerKills) {
+			long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes, long brokerKills,
+			HttpTraffic.Totals http, long httpDroppedResponses) {
+
+	}
+
+	/**
+	 * The requests of the HTTP handler: how the client sent them, and how often each was
+	 * applied, by its rows in {@code http_effects}.
+	 * @param requests unique requests sent
+	 * @param retries attempts after the first of each request
+	 * @param droppedResponses responses the proxies dropped
+	 * @param unanswered requests without a definite answer, or with a wrong one
+	 * @param appliedOnce requests applied once
+	 * @param appliedTwice requests applied more than once
+	 * @param lost requests never applied
+	 * @param applications rows of {@code http_effects}: every application
+	 */
+	record HttpCount(long requests, long retries, long droppedResponses, long unanswered, long appliedOnce,
+			long appliedTwice, long lost, long applications) {
+
+		static HttpCount none() {
+			return new HttpCount(0, 0, 0, 0, 0, 0, 0, 0);
+		}
 
 	}
 
@@ -87,13 +113,14 @@ final class Checker {
 	 * The counts of a run and what they break. The transfers of the batch listener count in
 	 * {@code appliedOnce}, {@code appliedTwice} and {@code lost} like the others, and apart in
 	 * {@code batchAppliedOnce} and {@code batchAppliedTwice}; the payments of the lease-mode
-	 * listener in {@code lease}.
+	 * listener in {@code lease}; the requests of the HTTP handler in {@code http} (their
+	 * events count in {@code outboxLost} and {@code orderViolations} with the transfers').
 	 */
 	record Verdict(long events, long duplicatesInjected, long kills, long redisRestarts, long dbKills,
 			long networkFaults, long pgCrashes, double pgOutageSeconds, double redisOutageSeconds, String modes,
 			long appliedOnce, long appliedTwice, long lost, long outboxLost, long orderViolations,
 			long batchAppliedOnce, long batchAppliedTwice, LeaseCount lease, List<String> violations,
-			long brokerKills) {
+			long brokerKills, HttpCount http) {
 
 		boolean passed() {
 			return this.violations.isEmpty();
@@ -108,10 +135,15 @@ final class Checker {
 					+ String.format(Locale.ROOT, "%.1f", this.redisOutageSeconds) + " modes=" + this.modes
 					+ " batch_applied_once=" + this.batchAppliedOnce + " payments=" + this.lease.payments()
 					+ " lease_applied_once=" + this.lease.appliedOnce() + " lease_reruns=" + this.lease.reruns()
-					+ " lease_fenced=" + this.lease.fenced() + " applied_once=" + this.appliedOnce
+					+ " lease_fenced=" + this.lease.fenced() + " http_requests=" + this.http.requests()
+					+ " http_retries=" + this.http.retries() + " http_dropped_responses="
+					+ this.http.droppedResponses() + " http_applied_once=" + this.http.appliedOnce()
+					+ " applied_once=" + this.appliedOnce
 					+ " applied_twice=" + this.appliedTwice + " lost=" + this.lost + " outbox_lost=" + this.outboxLost
 					+ " order_violations=" + this.orderViolations + " lease_applied_twice=" + this.lease.appliedTwice()
-					+ " lease_lost=" + this.lease.lost() + " fence_violations=" + this.lease.fenceViolations();
+					+ " lease_lost=" + this.lease.lost() + " fence_violations=" + this.lease.fenceViolations()
+					+ " http_applied_twice=" + this.http.appliedTwice() + " http_lost=" + this.http.lost()
+					+ " http_unanswered=" + this.http.unanswered();
 		}
 
 	}
@@ -131,6 +163,7 @@ final class Checker {
 		long batchOnce = 0;
 		long batchTwice = 0;
 		LeaseCount lease = LeaseCount.none();
+		HttpCount http = HttpCount.none();
 		Map<String, String> effects = new HashMap<>();
 		try (Connection connection = DriverManager.getConnection(this.jdbcUrl, "postgres", "postgres");
 				Statement statement = connection.createStatement()) {
@@ -162,13 +195,18 @@ final class Checker {
 				lease = leaseCount(statement);
 				violations.addAll(lease.violations());
 			}
+			if (faults.http().requests() > 0) {
+				http = httpCount(statement, faults);
+				violations.addAll(httpViolations(http));
+			}
 			violations.addAll(balances(statement));
 			long pending = single(statement, "SELECT count(*) FROM outbox WHERE status = 'PENDING'");
 			long dead = single(statement, "SELECT count(*) FROM outbox WHERE status = 'DEAD'");
 			if (pending > 0 || dead > 0) {
 				violations.add("outbox not empty: " + pending + " pending, " + dead + " dead");
 			}
-			try (ResultSet rows = statement.executeQuery("SELECT event_id, account FROM transfer_effects")) {
+			try (ResultSet rows = statement.executeQuery(
+					"SELECT event_id, account FROM transfer_effects UNION ALL SELECT event_id, account FROM http_effects")) {
 				while (rows.next()) {
 					effects.put(rows.getString(1), rows.getString(2));
 				}
@@ -219,7 +257,40 @@ final class Checker {
 		return new Verdict(events, faults.duplicatesInjected(), faults.kills(), faults.redisRestarts(),
 				faults.dbKills(), faults.networkFaults(), faults.pgCrashes(), faults.pgOutageSeconds(),
 				faults.redisOutageSeconds(), faults.modes(), once, twice, lost, outboxLost, orderViolations[0],
-				batchOnce, batchTwice, lease, List.copyOf(violations), faults.brokerKills());
+				batchOnce, batchTwice, lease, List.copyOf(violations), faults.brokerKills(), http);
+	}
+
+	private static HttpCount httpCount(Statement statement, Faults faults) throws SQLException {
+		try (ResultSet counts = statement.executeQuery("""
+				SELECT count(*) FILTER (WHERE applied = 1), count(*) FILTER (WHERE applied > 1),
+				       count(*) FILTER (WHERE applied = 0), coalesce(sum(applied), 0)
+				FROM (SELECT r.id, count(e.request_id) AS applied
+				      FROM http_requests_sent r LEFT JOIN http_effects e ON e.request_id = r.id
+				      GROUP BY r.id) applied""")) {
+			counts.next();
+			return new HttpCount(faults.http().requests(), faults.http().retries(), faults.httpDroppedResponses(),
+					faults.http().unanswered(), counts.getLong(1), counts.getLong(2), counts.getLong(3),
+					counts.getLong(4));
+		}
+	}
+
+	static List<String> httpViolations(HttpCount http) {
+		List<String> violations = new ArrayList<>();
+		if (http.appliedTwice() > 0) {
+			violations.add(http.appliedTwice() + " HTTP requests applied more than once (" + http.applications()
+					+ " applications of " + http.requests() + " requests)");
+		}
+		if (http.lost() > 0) {
+			violations.add(http.lost() + " HTTP requests never applied");
+		}
+		if (http.unanswered() > 0) {
+			violations.add(http.unanswered() + " HTTP requests without a definite answer");
+		}
+		// the fault the mode is about must have happened
+		if (http.droppedResponses() == 0) {
+			violations.add("no HTTP response was dropped: the HTTP requests were never retried after an unknown outcome");
+		}
+		return violations;
 	}
 
 	static LeaseCount leaseCount(Statement statement) throws SQLException {
@@ -250,7 +321,9 @@ final class Checker {
 				SELECT count(*) FROM accounts a
 				WHERE a.balance <> a.initial_balance
 				    + coalesce((SELECT sum(amount) FROM transfers_sent WHERE to_account = a.id), 0)
-				    - coalesce((SELECT sum(amount) FROM transfers_sent WHERE from_account = a.id), 0)""");
+				    - coalesce((SELECT sum(amount) FROM transfers_sent WHERE from_account = a.id), 0)
+				    + coalesce((SELECT sum(amount) FROM http_requests_sent WHERE to_account = a.id), 0)
+				    - coalesce((SELECT sum(amount) FROM http_requests_sent WHERE from_account = a.id), 0)""");
 		if (wrong > 0) {
 			violations.add(wrong + " accounts whose balance is not the sum of their transfers");
 		}

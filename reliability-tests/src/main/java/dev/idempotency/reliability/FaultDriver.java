@@ -27,7 +27,9 @@ import org.apache.kafka.common.TopicPartition;
  * Redis, each reached through a {@link NetworkProxy} of the driver's, injects the faults
  * of a seeded {@link FaultPlan} while the transfers are sent, waits for the run to drain
  * and hands it to the {@link Checker}. The network faults run on a thread of their own,
- * so that they overlap the others.
+ * so that they overlap the others. With the HTTP handler, {@link HttpTraffic} sends its
+ * requests over the same time as the transfers, each workload process reached through a
+ * proxy of its own that drops a share of the responses.
  * <p>
  * {@code FaultDriver --size=ci|full|control [--seed=N] [--events=N] [--kills=N] ...}
  * prints the seed, the plan, the faults as they happen and one summary line, and exits
@@ -37,6 +39,12 @@ public final class FaultDriver {
 
 	/** How much longer a network fault lasts when it found no traffic to disturb. */
 	private static final Duration NETWORK_FAULT_EXTENSION = Duration.ofSeconds(90);
+
+	/**
+	 * How long a kill or a pause of a workload process waits for an HTTP request in flight
+	 * to it, when the HTTP handler runs, so that they land on requests mid-handler.
+	 */
+	private static final Duration HTTP_KILL_WAIT = Duration.ofSeconds(3);
 
 	/** How long into a long PostgreSQL outage a workload process is restarted. */
 	private static final Duration LONG_OUTAGE_RESTART = Duration.ofSeconds(10);
@@ -54,7 +62,17 @@ public final class FaultDriver {
 	// in the order of FaultPlan.SERVERS
 	private final List<NetworkProxy> proxies = new ArrayList<>();
 
+	// in front of each workload process's HTTP port, dropping a share of the responses
+	private final List<NetworkProxy> httpProxies = new ArrayList<>();
+
 	private Workload workload;
+
+	private HttpTraffic http;
+
+	// kills of a workload process with HTTP requests in flight to it, and those requests
+	private long killsWithHttpInFlight;
+
+	private long httpInFlightAtKills;
 
 	private LedgerDatabase database;
 
@@ -168,6 +186,15 @@ public final class FaultDriver {
 							.map((proxy) -> "127.0.0.1:" + proxy.port())
 							.collect(Collectors.joining(",")),
 						"redis://127.0.0.1:" + redisProxy.port(), this.directory);
+				List<Integer> httpPorts = this.workload.httpPorts();
+				for (int i = 0; i < httpPorts.size(); i++) {
+					NetworkProxy httpProxy = new NetworkProxy("http-" + i).start(httpPorts.get(i))
+						.dropAnswers(HttpTraffic.DROP_SHARE, this.options.seed() + i);
+					this.httpProxies.add(httpProxy);
+				}
+				this.http = new HttpTraffic(this.options,
+						this.httpProxies.stream().map(NetworkProxy::port).toList(), this::log);
+				this.database.createHttpRequests(this.http.requests());
 				this.workload.startAll();
 				this.database.observeRelayOwners();
 				long windowStart = System.nanoTime();
@@ -190,6 +217,8 @@ public final class FaultDriver {
 					}
 				}, "transfer-producer");
 				sender.start();
+				// the HTTP requests over the same time as the transfers, so that faults meet them
+				this.http.start(this.options.window().multipliedBy(8).dividedBy(10));
 				ScheduledExecutorService restarts = new ScheduledThreadPoolExecutor(1);
 				// as an orchestrator would: a process that exits by itself (one that starts
 				// while PostgreSQL is down fails its start-up) is started again
@@ -222,6 +251,12 @@ public final class FaultDriver {
 				network.awaitTermination(10, TimeUnit.MINUTES);
 				this.proxies.forEach(NetworkProxy::heal);
 				this.workload.restoreAll();
+				HttpTraffic.Totals httpTotals = this.http.await();
+				if (httpTotals.requests() > 0) {
+					log("HTTP requests: " + httpTotals + ", dropped responses " + droppedResponses() + ", kills with "
+							+ "requests in flight to the process " + this.killsWithHttpInFlight + " (requests "
+							+ this.httpInFlightAtKills + ")");
+				}
 				drain();
 				supervisor.shutdownNow();
 				supervisor.awaitTermination(1, TimeUnit.MINUTES);
@@ -232,6 +267,7 @@ public final class FaultDriver {
 						this.brokerRestarts, this.brokerKills, this.pauses, this.replayed, this.networkFaults,
 						this.networkFaultsWithoutEffect, this.exits, this.exitsWhilePgDown));
 				this.proxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
+				this.httpProxies.forEach((proxy) -> log("proxy " + proxy.name() + ": " + proxy.stats()));
 				Vitals.Sample lastVitals = Vitals.sample("end", this.workload.processes(), proxyPorts,
 						this.postgres.jdbcUrl());
 				lastVitals.lines().forEach(this::log);
@@ -247,7 +283,8 @@ public final class FaultDriver {
 						Checker.modeTopics(this.options))
 					.check(new Checker.Faults(producer.duplicatesInjected(), this.kills, this.redisRestarts,
 							this.dbKills, this.networkFaults, this.pgCrashes, this.pgDownNanos / 1e9,
-							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills),
+							this.redisDownNanos / 1e9, this.options.modes(), this.brokerKills, httpTotals,
+							droppedResponses()),
 							this.crashLosses);
 				verdict.violations().forEach((violation) -> log("VIOLATION " + violation));
 				log(String.format("duration %.0f s", (System.nanoTime() - this.started) / 1e9));
@@ -327,8 +364,10 @@ public final class FaultDriver {
 			case PAUSE -> {
 				JavaProcess process = running(fault.target());
 				if (process != null) {
-					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms");
+					int httpInFlight = awaitHttpInFlight(process);
 					process.pause();
+					log("SIGSTOP " + process + " for " + fault.duration().toMillis() + " ms"
+							+ ((httpInFlight > 0) ? ", " + httpInFlight + " HTTP requests in flight to it" : ""));
 					Thread.sleep(fault.duration().toMillis());
 					process.resume();
 					this.pauses++;
@@ -412,6 +451,10 @@ public final class FaultDriver {
 		log(what + " healed: " + evidence + waited + ((effect > 0) ? "" : ", no effect: not counted"));
 	}
 
+	private long droppedResponses() {
+		return this.httpProxies.stream().mapToLong((proxy) -> proxy.stats().droppedAnswers()).sum();
+	}
+
 	private static long effect(FaultPlan.Kind kind, NetworkProxy.Stats before, NetworkProxy.Stats after) {
 		return switch (kind) {
 			case LATENCY -> after.delayedChunks() - before.delayedChunks();
@@ -459,15 +502,22 @@ public final class FaultDriver {
 			log("no running workload process to kill");
 			return;
 		}
+		int httpInFlight = (fault.kind() == FaultPlan.Kind.KILL) ? awaitHttpInFlight(process)
+				: this.http.inFlight(this.workload.processes().indexOf(process));
 		process.kill();
 		this.kills++;
+		if (httpInFlight > 0) {
+			this.killsWithHttpInFlight++;
+			this.httpInFlightAtKills += httpInFlight;
+		}
+		String http = (httpInFlight > 0) ? ", " + httpInFlight + " HTTP requests in flight to it" : "";
 		JavaProcess killed = process;
 		restarts.schedule(() -> {
 			killed.start();
 			log("started " + killed);
 		}, fault.duration().toMillis(), TimeUnit.MILLISECONDS);
 		if (owners.isEmpty()) {
-			log("SIGKILL " + process + ", restart in " + fault.duration().toMillis() + " ms");
+			log("SIGKILL " + process + http + ", restart in " + fault.duration().toMillis() + " ms");
 			return;
 		}
 		// a batch whose relay died stays leased until the lease expires
@@ -475,8 +525,24 @@ public final class FaultDriver {
 		if (left > 0) {
 			this.midRelayKills++;
 		}
-		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims, restart in "
-				+ fault.duration().toMillis() + " ms");
+		log("SIGKILL " + process + " with " + left + " outbox events held by its relay's claims" + http
+				+ ", restart in " + fault.duration().toMillis() + " ms");
+	}
+
+	/**
+	 * Wait until an HTTP request is in flight to a workload process, likely in its
+	 * handler's transaction, at most {@link #HTTP_KILL_WAIT}, when the HTTP handler runs.
+	 * @return the requests in flight to it now
+	 */
+	private int awaitHttpInFlight(JavaProcess process) throws InterruptedException {
+		int index = this.workload.processes().indexOf(process);
+		if (this.options.runs(RunOptions.HTTP)) {
+			long deadline = System.nanoTime() + HTTP_KILL_WAIT.toNanos();
+			while (this.http.inFlight(index) == 0 && System.nanoTime() < deadline) {
+				Thread.sleep(1);
+			}
+		}
+		return this.http.inFlight(index);
 	}
 
 	/**
@@ -647,6 +713,7 @@ public final class FaultDriver {
 			this.workload.processes().forEach(JavaProcess::kill);
 		}
 		this.proxies.forEach(NetworkProxy::close);
+		this.httpProxies.forEach(NetworkProxy::close);
 		try {
 			if (this.broker != null) {
 				this.broker.stop();

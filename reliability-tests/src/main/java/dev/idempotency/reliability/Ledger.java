@@ -50,21 +50,45 @@ final class Ledger {
 	}
 
 	void apply(Transfer transfer) {
-		// lock the two rows in id order, so that concurrent transfers never deadlock
-		long sequence;
-		if (transfer.from() < transfer.to()) {
-			sequence = debit(transfer);
-			credit(transfer);
-		}
-		else {
-			credit(transfer);
-			sequence = debit(transfer);
-		}
+		long sequence = move(transfer);
 		UUID eventId = this.outbox.publish(EVENTS_TOPIC, String.valueOf(transfer.from()),
 				transfer.id() + "," + transfer.from() + "," + sequence);
 		this.jdbc.update("""
 				INSERT INTO transfer_effects (transfer_id, event_id, account, seq, worker)
 				VALUES (?, ?, ?, ?, ?)""", transfer.id(), eventId, transfer.from(), sequence, this.worker);
+	}
+
+	/**
+	 * Apply a transfer an HTTP request asked for, as {@link #apply} does, and record its
+	 * effect in {@code http_effects}, a table without a unique key like
+	 * {@code transfer_effects}. Its event's value names the request ({@code http-<id>}).
+	 * @return the source account's sequence number of the transfer's event
+	 */
+	long applyRequest(Transfer transfer, String idempotencyKey) {
+		long sequence = move(transfer);
+		UUID eventId = this.outbox.publish(EVENTS_TOPIC, String.valueOf(transfer.from()),
+				"http-" + transfer.id() + "," + transfer.from() + "," + sequence);
+		this.jdbc.update("""
+				INSERT INTO http_effects (request_id, idempotency_key, event_id, account, seq, worker)
+				VALUES (?, ?, ?, ?, ?, ?)""", transfer.id(), idempotencyKey, eventId, transfer.from(), sequence,
+				this.worker);
+		return sequence;
+	}
+
+	String worker() {
+		return this.worker;
+	}
+
+	// the source account's new sequence number
+	private long move(Transfer transfer) {
+		// lock the two rows in id order, so that concurrent transfers never deadlock
+		if (transfer.from() < transfer.to()) {
+			long sequence = debit(transfer);
+			credit(transfer);
+			return sequence;
+		}
+		credit(transfer);
+		return debit(transfer);
 	}
 
 	private long debit(Transfer transfer) {

@@ -174,6 +174,36 @@ final class LedgerDatabase {
 		}
 	}
 
+	/**
+	 * Create the table of the HTTP handler's effects and that of the requests sent, empty
+	 * when the handler does not run.
+	 */
+	void createHttpRequests(List<Transfer> requests) throws SQLException {
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+			// one row per application of a request: no unique key, so that twice shows
+			statement.execute("""
+					CREATE TABLE http_effects (request_id BIGINT NOT NULL, idempotency_key TEXT NOT NULL,
+					    event_id UUID NOT NULL, account INT NOT NULL, seq BIGINT NOT NULL, worker TEXT NOT NULL,
+					    applied_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())""");
+			statement.execute("""
+					CREATE TABLE http_requests_sent (id BIGINT PRIMARY KEY, from_account INT NOT NULL,
+					    to_account INT NOT NULL, amount BIGINT NOT NULL)""");
+			connection.setAutoCommit(false);
+			try (PreparedStatement insert = connection.prepareStatement(
+					"INSERT INTO http_requests_sent (id, from_account, to_account, amount) VALUES (?, ?, ?, ?)")) {
+				for (Transfer request : requests) {
+					insert.setLong(1, request.id());
+					insert.setInt(2, request.from());
+					insert.setInt(3, request.to());
+					insert.setLong(4, request.amount());
+					insert.addBatch();
+				}
+				insert.executeBatch();
+			}
+			connection.commit();
+		}
+	}
+
 	private Connection connect() throws SQLException {
 		return DriverManager.getConnection(this.jdbcUrl + "?reWriteBatchedInserts=true", "postgres",
 				"postgres");

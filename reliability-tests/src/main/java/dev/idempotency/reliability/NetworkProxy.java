@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Deque;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * network faults: added latency, every connection reset at once, a black hole (nothing
  * forwarded either way, new connections accepted and left silent, no RST and no FIN) and
  * a half-open connection (the server's answers held back while the requests go through).
+ * In front of an HTTP server it can also drop a share of the answers for good
+ * ({@link #dropAnswers}): the request reaches the server, the connection is reset as the
+ * answer starts, and the client does not know whether its request was applied.
  * <p>
  * Held bytes are not lost: the proxy keeps reading and keeps them (then the kernel's
  * buffers do, once its queue is full) and forwards them when the fault heals, as TCP
@@ -69,6 +73,13 @@ final class NetworkProxy implements AutoCloseable {
 	private final AtomicLong heldConnections = new AtomicLong();
 
 	private final AtomicLong abandoned = new AtomicLong();
+
+	private final AtomicLong droppedAnswers = new AtomicLong();
+
+	// guarded by itself; null while no answers are dropped
+	private volatile Random dropRandom;
+
+	private volatile double dropShare;
 
 	/** A proxy listening on a free port of the loopback interface; see {@link #start}. */
 	NetworkProxy(String name) {
@@ -145,6 +156,22 @@ final class NetworkProxy implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Drop a share of the answers, for as long as the proxy runs: when the server starts
+	 * to answer a request (its first bytes after bytes of the client's), the proxy resets
+	 * the connection on both sides instead, with the given probability, drawn from the
+	 * seed. For HTTP/1.1 without pipelining each such answer is one response: the server
+	 * ran the request, and the client gets a connection reset instead of its response.
+	 * {@link #heal()} leaves this on.
+	 * @param share the probability that an answer is dropped
+	 * @param seed seeds the draws
+	 */
+	NetworkProxy dropAnswers(double share, long seed) {
+		this.dropShare = share;
+		this.dropRandom = new Random(seed);
+		return this;
+	}
+
 	/** End every fault: forward what was held, without delay. */
 	void heal() {
 		this.latencyNanos = 0;
@@ -159,7 +186,7 @@ final class NetworkProxy implements AutoCloseable {
 	/** What the proxy did so far. */
 	Stats stats() {
 		return new Stats(this.accepted.get(), this.connections.size(), this.reset.get(), this.delayedChunks.get(),
-				this.heldBytes.get(), this.heldConnections.get(), this.abandoned.get());
+				this.heldBytes.get(), this.heldConnections.get(), this.abandoned.get(), this.droppedAnswers.get());
 	}
 
 	@Override
@@ -244,9 +271,11 @@ final class NetworkProxy implements AutoCloseable {
 	 * server only once it healed
 	 * @param abandoned connections their clients closed while a black hole or a half-open
 	 * connection held them: the fault outlasted the clients' timeouts
+	 * @param droppedAnswers answers dropped by {@link #dropAnswers}: connections reset as the
+	 * server started to answer
 	 */
 	record Stats(long accepted, long open, long reset, long delayedChunks, long heldBytes, long heldConnections,
-			long abandoned) {
+			long abandoned, long droppedAnswers) {
 
 	}
 
@@ -259,6 +288,9 @@ final class NetworkProxy implements AutoCloseable {
 		private volatile boolean established;
 
 		private volatile boolean closed;
+
+		// whether the server's bytes since the client's last ones were let through
+		private volatile boolean answering;
 
 		Connection(Socket client) {
 			this.client = client;
@@ -343,6 +375,17 @@ final class NetworkProxy implements AutoCloseable {
 						}
 						// what arrives while its direction is held waits in the queue, then in
 						// the kernel's buffers once the queue is full
+						if (this.requests) {
+							Connection.this.answering = false;
+						}
+						else if (!Connection.this.answering) {
+							if (dropsAnswer()) {
+								NetworkProxy.this.droppedAnswers.incrementAndGet();
+								reset();
+								return;
+							}
+							Connection.this.answering = true;
+						}
 						boolean held = !flows(this.requests);
 						if (held) {
 							NetworkProxy.this.heldBytes.addAndGet(read);
@@ -427,6 +470,16 @@ final class NetworkProxy implements AutoCloseable {
 				}
 			}
 
+		}
+
+		private boolean dropsAnswer() {
+			Random random = NetworkProxy.this.dropRandom;
+			if (random == null) {
+				return false;
+			}
+			synchronized (random) {
+				return random.nextDouble() < NetworkProxy.this.dropShare;
+			}
 		}
 
 		// an orderly close of both sides, once either side ended

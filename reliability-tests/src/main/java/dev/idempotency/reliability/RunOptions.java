@@ -37,13 +37,15 @@ import java.util.Set;
  * replicas
  * @param brokerKills SIGKILLs of one broker of the cluster (each restarted)
  * @param workDirectory where the servers keep their data and the processes their logs
- * @param listeners the workload's listeners ({@code --modes}): {@link #TRANSACTIONAL} always,
- * {@link #LEASE} and {@link #BATCH} by default
+ * @param listeners the workload's listeners and handlers ({@code --modes}): {@link #TRANSACTIONAL}
+ * always, {@link #LEASE}, {@link #BATCH} and {@link #HTTP} by default
+ * @param httpRequestsSetting HTTP requests sent to the workload's handler
+ * ({@code --http-requests}), or -1 for the default (see {@link #httpRequests()})
  */
 record RunOptions(long seed, int events, double duplicateShare, int accounts, int workers, int kills, int relayKills,
 		int redisRestarts, int dbKills, int dbOutages, int pgCrashes, int brokerRestarts, int pauses, int replays,
 		int networkFaults, int longPgOutages, int longRedisOutages, Duration window, Duration drainTimeout, boolean control, String relay,
-		int brokers, int brokerKills, Path workDirectory, Set<String> listeners) {
+		int brokers, int brokerKills, Path workDirectory, Set<String> listeners, int httpRequestsSetting) {
 
 	/** The outbox relay of the workload: the table relay (the default). */
 	static final String TABLE_RELAY = "table";
@@ -60,13 +62,22 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	/** A listener of the workload: {@code @Idempotent} batches on {@code transfers-batch}. */
 	static final String BATCH = "batch";
 
-	/** Every listener, in the order the summary line names them. */
-	static final List<String> LISTENERS = List.of(TRANSACTIONAL, LEASE, BATCH);
+	/**
+	 * A handler of the workload: an {@code @Idempotent} Spring MVC handler, whose responses
+	 * a proxy drops so that the client retries ({@link HttpTraffic}).
+	 */
+	static final String HTTP = "http";
+
+	/** Every listener and handler, in the order the summary line names them. */
+	static final List<String> LISTENERS = List.of(TRANSACTIONAL, LEASE, BATCH, HTTP);
+
+	/** The fewest HTTP requests a run that has the handler sends by default. */
+	private static final int MIN_HTTP_REQUESTS = 100;
 
 	/** The size the build runs: a few minutes on two cores. */
 	static RunOptions ci(long seed, Path workDirectory) {
 		return new RunOptions(seed, 5_000, 0.1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, Duration.ofSeconds(60),
-				Duration.ofMinutes(3), false, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS));
+				Duration.ofMinutes(3), false, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS), -1);
 	}
 
 	/**
@@ -76,7 +87,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 	 */
 	static RunOptions full(long seed, Path workDirectory) {
 		return new RunOptions(seed, 200_000, 0.1, 100, 3, 50, 25, 5, 5, 2, 3, 2, 3, 3, 50, 1, 1, Duration.ofMinutes(15),
-				Duration.ofMinutes(30), false, TABLE_RELAY, 3, 20, workDirectory, Set.copyOf(LISTENERS));
+				Duration.ofMinutes(30), false, TABLE_RELAY, 3, 20, workDirectory, Set.copyOf(LISTENERS), -1);
 	}
 
 	/**
@@ -96,7 +107,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 		StringBuilder modes = new StringBuilder();
 		for (String listener : LISTENERS) {
 			if (this.listeners.contains(listener)) {
-				modes.append(listener).append("-listener+");
+				modes.append(listener).append(HTTP.equals(listener) ? "-handler+" : "-listener+");
 			}
 		}
 		return modes + this.relay + "-relay";
@@ -120,17 +131,33 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 		return runs(LEASE) ? Math.max(1, this.events / 5) : 0;
 	}
 
-	/** The negative control: one process, no faults, duplicates only. */
+	/**
+	 * Return how many HTTP requests the client sends to the workload's handler: a twentieth
+	 * as many as the transfers, at least {@value #MIN_HTTP_REQUESTS}, unless
+	 * {@code --http-requests} says otherwise; none without the handler.
+	 * @return the number of unique HTTP requests sent
+	 */
+	int httpRequests() {
+		if (!runs(HTTP)) {
+			return 0;
+		}
+		return (this.httpRequestsSetting >= 0) ? this.httpRequestsSetting : Math.max(MIN_HTTP_REQUESTS, this.events / 20);
+	}
+
+	/**
+	 * The negative control: one process, no faults but the HTTP responses dropped, and
+	 * duplicates.
+	 */
 	static RunOptions control(long seed, Path workDirectory) {
 		return new RunOptions(seed, 300, 0.2, 10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ofSeconds(5),
-				Duration.ofMinutes(2), true, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS));
+				Duration.ofMinutes(2), true, TABLE_RELAY, 1, 0, workDirectory, Set.copyOf(LISTENERS), -1);
 	}
 
 	/**
 	 * Parse {@code --size=ci|full|control} and overrides such as {@code --events=1000},
 	 * {@code --seed=42}, {@code --window=10m}, {@code --control=true},
 	 * {@code --relay=replication}, {@code --brokers=3}, {@code --broker-kills=4},
-	 * {@code --modes=transactional,lease,batch}.
+	 * {@code --modes=transactional,lease,batch,http}, {@code --http-requests=500}.
 	 */
 	static RunOptions parse(String[] args) {
 		Map<String, String> values = new HashMap<>();
@@ -171,17 +198,19 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 				Boolean.parseBoolean(remaining.getOrDefault("control", Boolean.toString(this.control))),
 				remaining.getOrDefault("relay", this.relay), integer(remaining, "brokers", this.brokers),
 				integer(remaining, "broker-kills", this.brokerKills), this.workDirectory,
-				remaining.containsKey("modes") ? Set.of(remaining.get("modes").split(",")) : this.listeners);
+				remaining.containsKey("modes") ? Set.of(remaining.get("modes").split(",")) : this.listeners,
+				integer(remaining, "http-requests", this.httpRequestsSetting));
 		remaining.keySet()
 			.removeAll(Set.of("events", "duplicate-share", "accounts", "workers", "kills", "relay-kills",
 					"redis-restarts", "db-kills", "db-outages", "pg-crashes", "broker-restarts", "pauses", "replays",
 					"network-faults", "long-pg-outages", "long-redis-outages", "window", "drain-timeout", "control",
-					"relay", "brokers", "broker-kills", "modes"));
+					"relay", "brokers", "broker-kills", "modes", "http-requests"));
 		if (!remaining.isEmpty()) {
 			throw new IllegalArgumentException("Unknown options " + remaining.keySet());
 		}
 		if (options.relayKills > options.kills || options.workers < 1 || options.events < 1
-				|| options.networkFaults < 0 || options.longPgOutages < 0 || options.longRedisOutages < 0) {
+				|| options.networkFaults < 0 || options.longPgOutages < 0 || options.longRedisOutages < 0
+				|| options.httpRequestsSetting < -1) {
 			throw new IllegalArgumentException("Inconsistent options " + options);
 		}
 		// a broker kill needs a cluster that survives it: 3 replicas, 2 of them in sync
@@ -196,7 +225,7 @@ record RunOptions(long seed, int events, double duplicateShare, int accounts, in
 		}
 		if (!options.runs(TRANSACTIONAL) || !LISTENERS.containsAll(options.listeners)) {
 			throw new IllegalArgumentException("--modes takes transactional and any of " + LEASE + ", " + BATCH
-					+ ", separated by commas, not " + options.listeners);
+					+ ", " + HTTP + ", separated by commas, not " + options.listeners);
 		}
 		return options;
 	}

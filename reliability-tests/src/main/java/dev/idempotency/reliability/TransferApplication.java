@@ -1,5 +1,7 @@
 package dev.idempotency.reliability;
 
+import java.util.List;
+
 import javax.sql.DataSource;
 
 import dev.idempotency.LeaseLostHandler;
@@ -27,9 +29,11 @@ import org.springframework.util.backoff.FixedBackOff;
  * retried three times and dead-lettered to {@code transfers.DLT}. With
  * {@code workload.batch=true} it also applies transfers in batches from
  * {@code transfers-batch}, and with {@code workload.lease=true} it charges payments from
- * {@code payments} at a payment provider in lease mode ({@link PaymentListeners}). With
- * {@code workload.idempotent=false} the listeners have no {@code @Idempotent}: the negative
- * control; {@code workload.fencing=false} turns the provider's fence off.
+ * {@code payments} at a payment provider in lease mode ({@link PaymentListeners}); with
+ * {@code workload.http=true} it serves {@code POST /transfers} on {@code server.port}
+ * ({@link HttpTransfers}). With {@code workload.idempotent=false} the listeners and the
+ * handler have no {@code @Idempotent}: the negative control; {@code workload.fencing=false}
+ * turns the provider's fence off.
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
@@ -37,9 +41,11 @@ public class TransferApplication {
 
 	public static void main(String[] args) {
 		SpringApplication application = new SpringApplication(TransferApplication.class);
-		// Spring MVC is on the class path for the checkout application; the workload serves
-		// no HTTP, and its processes must not compete for a port
-		application.setWebApplicationType(WebApplicationType.NONE);
+		// Spring MVC is on the class path for the checkout application; without the HTTP
+		// handler the workload serves no HTTP, and its processes must not compete for a port
+		if (!List.of(args).contains("--workload.http=true")) {
+			application.setWebApplicationType(WebApplicationType.NONE);
+		}
 		application.run(args);
 	}
 
@@ -70,6 +76,18 @@ public class TransferApplication {
 	@ConditionalOnExpression("${workload.batch:false} and !${workload.idempotent:true}")
 	TransferListeners.PlainBatches plainBatches(Ledger ledger) {
 		return new TransferListeners.PlainBatches(ledger);
+	}
+
+	@Bean
+	@ConditionalOnProperty(name = { "workload.http", "workload.idempotent" }, havingValue = "true")
+	HttpTransfers.IdempotentHandler idempotentHttpTransfers(Ledger ledger) {
+		return new HttpTransfers.IdempotentHandler(ledger);
+	}
+
+	@Bean
+	@ConditionalOnExpression("${workload.http:false} and !${workload.idempotent:true}")
+	HttpTransfers.PlainHandler plainHttpTransfers(Ledger ledger) {
+		return new HttpTransfers.PlainHandler(ledger);
 	}
 
 	@Bean

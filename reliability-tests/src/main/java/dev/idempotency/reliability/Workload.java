@@ -14,6 +14,9 @@ import java.util.List;
  * ({@code socketTimeout}, longer than the claim's 5 s lock timeout) and a Kafka request,
  * 6 s for the consumer's session, 4 s for the relay's sends, 500 ms for Redis.
  * <p>
+ * With the HTTP handler, each process serves HTTP on a port of its own, the same across
+ * its restarts ({@link #httpPorts()}).
+ * <p>
  * The infrastructure retry waits at most 5 s between attempts, so that the workload
  * catches up soon after a short outage; a run with long outages keeps the starter's
  * default (30 s), so that an outage of two minutes and more finds the retry at its longest
@@ -23,9 +26,14 @@ final class Workload {
 
 	private final List<JavaProcess> processes = new ArrayList<>();
 
+	private final List<Integer> httpPorts = new ArrayList<>();
+
 	Workload(RunOptions options, String jdbcUrl, String bootstrapServers, String redisUrl, Path logs) {
 		for (int i = 0; i < options.workers(); i++) {
 			String name = "worker-" + i;
+			if (options.runs(RunOptions.HTTP)) {
+				this.httpPorts.add(Ports.free());
+			}
 			List<String> arguments = new ArrayList<>(List.of("--spring.main.banner-mode=off", "--logging.level.root=WARN",
 					"--spring.datasource.url=" + jdbcUrl, "--spring.datasource.username=postgres",
 					"--spring.datasource.password=postgres", "--spring.datasource.hikari.maximum-pool-size=5",
@@ -45,6 +53,10 @@ final class Workload {
 					"--idempotency.outbox.max-attempts=1000", "--workload.idempotent=" + !options.control(),
 					"--workload.worker=" + name, "--workload.lease=" + options.runs(RunOptions.LEASE),
 					"--workload.batch=" + options.runs(RunOptions.BATCH)));
+			if (options.runs(RunOptions.HTTP)) {
+				arguments.addAll(List.of("--workload.http=true", "--server.port=" + this.httpPorts.get(i),
+						"--server.address=127.0.0.1"));
+			}
 			if (!options.longOutages()) {
 				// the short outages end sooner than a 30 s wait would
 				arguments.add("--idempotency.infrastructure-retry.max-interval=5s");
@@ -66,6 +78,14 @@ final class Workload {
 
 	List<JavaProcess> processes() {
 		return this.processes;
+	}
+
+	/**
+	 * Return the HTTP port of each process, in the order of {@link #processes()}.
+	 * @return the ports, empty without the HTTP handler
+	 */
+	List<Integer> httpPorts() {
+		return this.httpPorts;
 	}
 
 	void startAll() {

@@ -2,8 +2,15 @@ package dev.idempotency.reliability;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -16,7 +23,10 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+
+import com.sun.net.httpserver.HttpServer;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -32,7 +42,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * PostgreSQL through a {@link NetworkProxy}: latency the client measures, a reset the
  * client sees, a black hole that answers nothing and closes nothing (the client times
  * out, the server never hears of the statement until it heals, then runs it), and a
- * half-open connection (the server runs the statement, the client never hears of it).
+ * half-open connection (the server runs the statement, the client never hears of it); and
+ * HTTP answers dropped, for a share of the requests, after the server handled them.
  */
 class NetworkProxyIntegrationTests {
 
@@ -164,6 +175,49 @@ class NetworkProxyIntegrationTests {
 		awaitAbandoned(1);
 		this.proxy.heal();
 		selectOne(throughProxy("half-open", 10));
+	}
+
+	@Test
+	void droppedAnswersResetTheClientAfterTheServerHandledTheRequest() throws Exception {
+		AtomicInteger handled = new AtomicInteger();
+		HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+		server.createContext("/", (exchange) -> {
+			exchange.getRequestBody().readAllBytes();
+			handled.incrementAndGet();
+			byte[] body = "applied".getBytes(StandardCharsets.UTF_8);
+			exchange.sendResponseHeaders(201, body.length);
+			exchange.getResponseBody().write(body);
+			exchange.close();
+		});
+		server.start();
+		try (NetworkProxy http = new NetworkProxy("http").start(server.getAddress().getPort())
+			.dropAnswers(0.5, 7)) {
+			HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+			int answered = 0;
+			int failed = 0;
+			for (int i = 0; i < 40; i++) {
+				HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + http.port() + "/"))
+					.timeout(Duration.ofSeconds(10))
+					.POST(HttpRequest.BodyPublishers.ofString("request " + i))
+					.build();
+				try {
+					HttpResponse<String> response = client.send(request, HttpResponse.BodyHandlers.ofString());
+					assertThat(response.statusCode()).isEqualTo(201);
+					assertThat(response.body()).isEqualTo("applied");
+					answered++;
+				}
+				catch (IOException ex) {
+					failed++;
+				}
+			}
+			// every request reached the server; the client lost the answers the proxy dropped
+			assertThat(handled).hasValue(40);
+			assertThat(answered).isBetween(5, 35);
+			assertThat(http.stats().droppedAnswers()).isEqualTo(failed).isEqualTo(40 - answered);
+		}
+		finally {
+			server.stop(0);
+		}
 	}
 
 	private Connection throughProxy(String applicationName, int socketTimeoutSeconds) throws SQLException {

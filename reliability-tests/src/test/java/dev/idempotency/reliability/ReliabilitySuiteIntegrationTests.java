@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The reliability suite at the size the build runs: the workload as three processes
  * under every kind of fault, and the negative control, which the checker must catch, in
- * each of the workload's listeners. The full size is
+ * each of the workload's listeners and in its HTTP handler. The full size is
  * {@code reliability-tests/run.sh --size=full}.
  */
 class ReliabilitySuiteIntegrationTests {
@@ -37,6 +37,13 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.batchAppliedOnce()).isEqualTo(1_000);
 		assertThat(verdict.lease().payments()).isEqualTo(1_000);
 		assertThat(verdict.lease().appliedOnce() + verdict.lease().reruns()).isEqualTo(1_000);
+		// responses dropped after the handler committed, the requests retried with their keys
+		assertThat(verdict.http().requests()).isEqualTo(250);
+		assertThat(verdict.http().appliedOnce()).isEqualTo(250);
+		assertThat(verdict.http().applications()).isEqualTo(250);
+		assertThat(verdict.http().droppedResponses()).isPositive();
+		assertThat(verdict.http().retries()).isGreaterThanOrEqualTo(verdict.http().droppedResponses());
+		assertThat(verdict.http().unanswered()).isZero();
 	}
 
 	@Test
@@ -53,6 +60,14 @@ class ReliabilitySuiteIntegrationTests {
 		assertThat(verdict.pgCrashes()).isZero();
 		assertThat(verdict.redisOutageSeconds()).isZero();
 		assertThat(verdict.networkFaults()).isZero();
+		// the handler without @Idempotent applies a request again for each response dropped
+		// after its commit (the proxy drops a response only once the handler answered), and
+		// for each attempt that timed out on a slow machine and still committed
+		assertThat(verdict.http().appliedTwice()).isPositive();
+		assertThat(verdict.http().lost()).isZero();
+		assertThat(verdict.http().applications() - verdict.http().requests())
+			.isGreaterThanOrEqualTo(verdict.http().droppedResponses());
+		assertThat(verdict.http().unanswered()).isZero();
 	}
 
 }
