@@ -290,7 +290,11 @@ final class ReplicationStreamLoop implements Runnable {
 					inTransaction = false;
 					completed = commit.endLsn();
 				}
-				if (batch.size() < this.outbox.batchSize() && !readAheadOver(inFlight)) {
+				// at a commit with nothing in flight (or its answers in), the batch goes now:
+				// a steady trickle of commits would otherwise keep the stream from ever
+				// running dry, and the batch waiting for it
+				boolean sendable = change instanceof Commit && (inFlight == null || inFlight.acknowledged());
+				if (batch.size() < this.outbox.batchSize() && !readAheadOver(inFlight) && !sendable) {
 					continue;
 				}
 			}
