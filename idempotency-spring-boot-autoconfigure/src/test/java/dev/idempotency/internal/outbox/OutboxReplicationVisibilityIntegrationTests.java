@@ -68,50 +68,48 @@ class OutboxReplicationVisibilityIntegrationTests {
 	 */
 	@Test
 	void laterBatchesAreSentWhileAnEarlierTransactionIsInvisibleAndTheStreamStaysConnected() throws Exception {
-		JdbcTemplate server = this.postgres.jdbc();
-		server.execute("ALTER SYSTEM SET wal_sender_timeout = '2s'");
-		server.execute("SELECT pg_reload_conf()");
-		AtomicReference<Integer> walSender = new AtomicReference<>();
-		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)),
-				(context, consumer, topic) -> {
-					JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-					for (int i = 0; i < 2; i++) {
-						// one batch each: the next is written once this one is received
-						String value = "later:" + i;
-						OutboxFixtures.publish(context, topic, "later", value);
-						assertThat(consumer.receiveUntil((received) -> received.stream()
-							.anyMatch((record) -> record.value().equals(value)), Duration.ofSeconds(30)))
-							.extracting(ConsumerRecord::value)
-							.contains(value);
-					}
-					// two completions wait (the first for its transaction's visibility): the
-					// relay's thread waits for them before it reads this one
-					OutboxFixtures.publish(context, topic, "later", "later:2");
-					OutboxFixtures.sleep(Duration.ofSeconds(1));
-					assertThat(consumer.receive(0, Duration.ZERO)).extracting(ConsumerRecord::value)
-						.doesNotContain("later:2");
-					// completed in order: behind the invisible transaction's row
-					assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class))
-						.isEqualTo(3);
-				}, () -> assertThat(activePid(server)).as("the slot's wal sender after 6 s of waiting")
-					.isNotNull()
-					.isEqualTo(walSender.get()),
-				"idempotency.outbox.replication.status-interval=500ms");
+		holdInvisibleForLongerThanTheServersTimeout((context, consumer, topic) -> {
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			for (int i = 0; i < 2; i++) {
+				// one batch each: the next is written once this one is received
+				String value = "later:" + i;
+				OutboxFixtures.publish(context, topic, "later", value);
+				assertThat(consumer.receiveUntil((received) -> received.stream()
+					.anyMatch((record) -> record.value().equals(value)), Duration.ofSeconds(30)))
+					.extracting(ConsumerRecord::value)
+					.contains(value);
+			}
+			// two completions wait (the first for its transaction's visibility): the
+			// relay's thread waits for them before it reads this one
+			OutboxFixtures.publish(context, topic, "later", "later:2");
+			OutboxFixtures.sleep(Duration.ofSeconds(1));
+			assertThat(consumer.receive(0, Duration.ZERO)).extracting(ConsumerRecord::value)
+				.doesNotContain("later:2");
+			// completed in order: behind the invisible transaction's row
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + NAME + "_outbox", Integer.class))
+				.isEqualTo(3);
+		});
 	}
 
 	/**
-	 * While the relay waits for a transaction to become visible it reads nothing from the
-	 * stream; it must still answer the server, which otherwise ends the connection after
-	 * {@code wal_sender_timeout} (a standby that answers late would cost a reconnection and
-	 * the batch sent again).
+	 * While a transaction stays invisible its row cannot be completed, and the slot's
+	 * position cannot move past it; the relay must still answer the server, which
+	 * otherwise ends the connection after {@code wal_sender_timeout} (a standby that
+	 * answers late would cost a reconnection and the batch sent again).
 	 */
 	@Test
 	void theStreamStaysConnectedWhileTheRelayWaitsForATransactionToBecomeVisible() throws Exception {
+		holdInvisibleForLongerThanTheServersTimeout(NOTHING_MORE);
+	}
+
+	// holds the commit invisible for 6 s with wal_sender_timeout at 2 s: the same wal
+	// sender must stream the slot at the end
+	private void holdInvisibleForLongerThanTheServersTimeout(WhileInvisible whileInvisible) throws Exception {
 		JdbcTemplate server = this.postgres.jdbc();
 		server.execute("ALTER SYSTEM SET wal_sender_timeout = '2s'");
 		server.execute("SELECT pg_reload_conf()");
 		AtomicReference<Integer> walSender = new AtomicReference<>();
-		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)), NOTHING_MORE,
+		streamAndHoldTheCommitInvisible(Duration.ofSeconds(6), () -> walSender.set(activePid(server)), whileInvisible,
 				() -> assertThat(activePid(server)).as("the slot's wal sender after 6 s of waiting")
 					.isNotNull()
 					.isEqualTo(walSender.get()),
