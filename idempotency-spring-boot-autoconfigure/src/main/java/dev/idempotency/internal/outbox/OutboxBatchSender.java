@@ -321,7 +321,13 @@ final class OutboxBatchSender {
 		}
 	}
 
-	private Failure failure(OutboxRecord event, Throwable ex) {
+	/**
+	 * Record an event's failed attempt: the meter, its error and its next backoff.
+	 * @param event the event
+	 * @param ex why it failed
+	 * @return the failure
+	 */
+	Failure failure(OutboxRecord event, Throwable ex) {
 		this.metrics.failed(event.topic(), NestedExceptionUtils.getMostSpecificCause(ex));
 		int attempt = event.attempts() + 1;
 		double backoff = Math.min(this.settings.maxBackoff().toMillis(),

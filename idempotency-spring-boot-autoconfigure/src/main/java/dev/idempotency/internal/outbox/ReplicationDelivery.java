@@ -17,6 +17,7 @@ import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -28,11 +29,16 @@ import org.springframework.kafka.core.KafkaTemplate;
  * reason of the broker or the network is retried without end, with backoff, while the
  * stream is not read (the slot holds the WAL); an event that fails on its own
  * ({@code max-attempts} times) is parked {@code DEAD}, with the later events of its key
- * held back behind it. Sent events are deleted (or marked) in one statement per batch.
+ * held back behind it. An event of a topic the cluster says it does not have is parked at
+ * once, and its attempts made from the table ({@link TopicCheck}). Sent events are deleted
+ * (or marked) in one statement per batch.
  */
 final class ReplicationDelivery {
 
 	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
+
+	/** How long the cluster has to answer whether topics exist. */
+	private static final Duration TOPIC_CHECK_TIMEOUT = Duration.ofSeconds(5);
 
 	private final OutboxRepository repository;
 
@@ -48,6 +54,8 @@ final class ReplicationDelivery {
 
 	private final TransactionVisibility visibility;
 
+	private final TopicCheck topics;
+
 	private boolean anyParked = true;
 
 	ReplicationDelivery(OutboxRepository repository, OutboxParking parking, KafkaTemplate<String, byte[]> kafka,
@@ -59,6 +67,15 @@ final class ReplicationDelivery {
 		this.settings = settings;
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
+		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties(), TOPIC_CHECK_TIMEOUT);
+	}
+
+	/**
+	 * Let go of what an active reader holds (the admin client that asks the cluster about
+	 * topics); a next active period starts afresh.
+	 */
+	void close() {
+		this.topics.close();
 	}
 
 	/**
@@ -87,11 +104,12 @@ final class ReplicationDelivery {
 	 * @throws IllegalStateException if the relay stopped while events were to be parked
 	 */
 	InFlight start(List<OutboxRecord> batch, Set<Integer> transactions, Pause pause) {
-		if (this.anyParked && !this.visibility.await(transactions, pause)) {
+		Set<String> missing = this.topics.foundMissing(TopicCheck.topics(batch));
+		if ((this.anyParked || !missing.isEmpty()) && !this.visibility.await(transactions, pause)) {
 			// events may be parked below: their rows must be visible first
 			throw new IllegalStateException("The relay stopped");
 		}
-		List<OutboxRecord> remaining = holdBackParkedKeys(batch);
+		List<OutboxRecord> remaining = parkMissingTopics(holdBackParkedKeys(batch), missing);
 		return new InFlight(remaining, transactions, this.sender.begin(remaining));
 	}
 
@@ -109,7 +127,8 @@ final class ReplicationDelivery {
 	boolean finish(InFlight batch, Pause pause, Consumer<List<Long>> completion) {
 		List<OutboxRecord> remaining = batch.events;
 		Map<Long, Integer> attempts = new HashMap<>();
-		Set<String> deadKeys = new HashSet<>();
+		// the keys whose event this finish parked, and why their later events wait
+		Map<String, String> parkedKeys = new HashMap<>();
 		List<Long> sent = new ArrayList<>(remaining.size());
 		Duration backoff = this.settings.initialBackoff();
 		OutboxBatchSender.Sending sending = batch.sending;
@@ -121,29 +140,52 @@ final class ReplicationDelivery {
 					return true;
 				}
 				resetProducer();
+				// a send to a missing topic fails as one to an absent broker: the cluster tells
+				Set<String> missing = this.topics.missing(transientTopics(remaining, outcome), pause);
 				List<OutboxRecord> retry = new ArrayList<>();
+				Set<String> retryKeys = new HashSet<>();
 				List<Parked> parked = new ArrayList<>();
 				for (OutboxRecord event : remaining) {
 					Failure failure = outcome.failed.get(event.id());
 					if (failure == null) {
 						continue;
 					}
-					if (event.key() != null && deadKeys.contains(event.key())) {
-						parked.add(new Parked(event.id(), "Held back: an earlier event of its key is DEAD",
+					String key = event.key();
+					if (key != null && parkedKeys.containsKey(key)) {
+						parked.add(new Parked(event.id(), "Held back: " + parkedKeys.get(key),
 								attempts.getOrDefault(event.id(), 0), false));
 						continue;
 					}
-					boolean counts = failure.attempted() && !outcome.transientFailures.contains(event.id());
+					// (the first of its key still to be sent: an earlier one waits for a retry)
+					boolean topicMissing = missing.contains(event.topic()) && (key == null || !retryKeys.contains(key));
+					boolean counts = topicMissing
+							|| (failure.attempted() && !outcome.transientFailures.contains(event.id()));
 					int attempt = attempts.merge(event.id(), counts ? 1 : 0, Integer::sum);
+					String error = topicMissing ? TopicCheck.reason(event.topic()) : failure.error();
 					if (counts && attempt >= this.settings.maxAttempts()) {
-						parked.add(new Parked(event.id(), failure.error(), attempt, true));
-						if (event.key() != null) {
-							deadKeys.add(event.key());
+						parked.add(new Parked(event.id(), error, attempt, true));
+						if (key != null) {
+							parkedKeys.put(key, "an earlier event of its key is DEAD");
+						}
+					}
+					else if (topicMissing) {
+						// its attempts go on from the table; the stream, past it
+						parked.add(new Parked(event.id(), error, attempt, false));
+						if (key != null) {
+							parkedKeys.put(key, "an earlier event of its key is parked");
 						}
 					}
 					else {
 						retry.add(event);
+						if (key != null) {
+							retryKeys.add(key);
+						}
 					}
+				}
+				if (!missing.isEmpty()) {
+					logger.warn("The Kafka cluster has no topic " + String.join(", ", missing) + ": their outbox "
+							+ "events are parked in the table and sent from it once it exists (DEAD after "
+							+ this.settings.maxAttempts() + " attempts); the stream goes on with the other events");
 				}
 				// the rows parked must be visible (the completion of the sent ones waits
 				// for it on its own thread)
@@ -208,29 +250,118 @@ final class ReplicationDelivery {
 	 * Send a batch of the parked events that are due, and record what happened.
 	 * @return the number of events tried
 	 */
-	int deliverParked() {
+	int deliverParked(Pause pause) {
 		List<OutboxRecord> due = this.parking.due();
 		if (due.isEmpty()) {
 			this.anyParked = this.parking.anyParked();
 			return 0;
 		}
-		OutboxBatchSender.Outcome outcome = this.sender.send(due);
+		// the events of a topic still missing are not sent (the send would block for
+		// max.block.ms): each such look counts an attempt
+		Map<Long, Failure> failures = new LinkedHashMap<>();
+		List<OutboxRecord> sendable = withoutMissingTopics(due, this.topics.stillMissing(TopicCheck.topics(due), pause),
+				failures);
+		OutboxBatchSender.Outcome outcome = this.sender.send(sendable);
 		this.repository.complete(outcome.sent, List.of(), "", this.settings.deleteSent());
 		if (!outcome.failed.isEmpty()) {
 			resetProducer();
-			// as for the stream: a broker or network failure is no attempt, no event dies of it
-			Map<Long, Failure> failures = new LinkedHashMap<>();
-			outcome.failed.forEach((id, failure) -> failures.put(id,
-					outcome.transientFailures.contains(id) ? new Failure(failure.error(), failure.delay(), false)
-							: failure));
+			// as for the stream: a broker or network failure is no attempt, no event dies of
+			// it, unless the cluster says that the topic does not exist
+			Set<String> missing = this.topics.missing(transientTopics(sendable, outcome), pause);
+			for (OutboxRecord event : sendable) {
+				Failure failure = outcome.failed.get(event.id());
+				if (failure == null) {
+					continue;
+				}
+				if (!outcome.transientFailures.contains(event.id())) {
+					failures.put(event.id(), failure);
+				}
+				else if (missing.contains(event.topic())) {
+					failures.put(event.id(), new Failure(TopicCheck.reason(event.topic()), failure.delay(), true));
+				}
+				else {
+					failures.put(event.id(), new Failure(failure.error(), failure.delay(), false));
+				}
+			}
+		}
+		if (!failures.isEmpty()) {
 			List<Long> dead = this.parking.fail(failures, this.settings.maxAttempts());
-			logger.warn(outcome.failed.size() + " of " + due.size() + " parked outbox events were not sent and will "
-					+ "be retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
+			logger.warn(failures.size() + " of " + due.size() + " parked outbox events were not sent and will "
+					+ "be retried after their backoff; first error: " + failures.values().iterator().next().error());
 			if (!dead.isEmpty()) {
 				deadReport(dead.size());
 			}
 		}
 		return due.size();
+	}
+
+	// the events to send of the due ones: those of a missing topic fail as an attempt, and
+	// the later events of their keys wait behind them
+	private List<OutboxRecord> withoutMissingTopics(List<OutboxRecord> due, Set<String> missing,
+			Map<Long, Failure> failures) {
+		if (missing.isEmpty()) {
+			return due;
+		}
+		List<OutboxRecord> sendable = new ArrayList<>(due.size());
+		Set<String> blocked = new HashSet<>();
+		for (OutboxRecord event : due) {
+			if (event.key() != null && blocked.contains(event.key())) {
+				failures.put(event.id(), new Failure("Held back: an earlier event of its key is parked",
+						this.settings.initialBackoff(), false));
+			}
+			else if (missing.contains(event.topic())) {
+				failures.put(event.id(), this.sender.failure(event,
+						new UnknownTopicOrPartitionException(TopicCheck.reason(event.topic()))));
+				if (event.key() != null) {
+					blocked.add(event.key());
+				}
+			}
+			else {
+				sendable.add(event);
+			}
+		}
+		return sendable;
+	}
+
+	// the events of a batch already found to be of a missing topic are parked before any
+	// send, with the later events of their keys; the others go on
+	private List<OutboxRecord> parkMissingTopics(List<OutboxRecord> batch, Set<String> missing) {
+		if (missing.isEmpty()) {
+			return batch;
+		}
+		List<OutboxRecord> remaining = new ArrayList<>(batch.size());
+		List<Parked> parked = new ArrayList<>();
+		Set<String> blocked = new HashSet<>();
+		for (OutboxRecord event : batch) {
+			if (event.key() != null && blocked.contains(event.key())) {
+				parked.add(new Parked(event.id(), "Held back: an earlier event of its key is parked", 0, false));
+			}
+			else if (missing.contains(event.topic())) {
+				parked.add(new Parked(event.id(), TopicCheck.reason(event.topic()), 0, false));
+				if (event.key() != null) {
+					blocked.add(event.key());
+				}
+			}
+			else {
+				remaining.add(event);
+			}
+		}
+		park(parked);
+		return remaining;
+	}
+
+	// the topics of the events whose send failed for a reason of the broker or the network
+	private static Set<String> transientTopics(List<OutboxRecord> events, OutboxBatchSender.Outcome outcome) {
+		if (outcome.transientFailures.isEmpty()) {
+			return Set.of();
+		}
+		Set<String> topics = new HashSet<>();
+		events.forEach((event) -> {
+			if (outcome.transientFailures.contains(event.id())) {
+				topics.add(event.topic());
+			}
+		});
+		return topics;
 	}
 
 	/**

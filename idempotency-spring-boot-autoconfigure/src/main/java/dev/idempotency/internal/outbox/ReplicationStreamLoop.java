@@ -227,6 +227,7 @@ final class ReplicationStreamLoop implements Runnable {
 			}
 			finally {
 				completions.close();
+				this.delivery.close();
 			}
 		}
 	}
@@ -356,7 +357,7 @@ final class ReplicationStreamLoop implements Runnable {
 			long now = System.nanoTime();
 			if (now - nextParkedPass >= 0) {
 				if (this.delivery.anyParked()) {
-					int tried = this.delivery.deliverParked();
+					int tried = this.delivery.deliverParked((duration) -> keepAlive(stream, duration));
 					nextParkedPass = System.nanoTime() + ((tried > 0) ? 0 : this.outbox.pollInterval().toNanos());
 				}
 				else {

@@ -14,6 +14,7 @@ import dev.idempotency.outbox.OutboxDeadLetters;
 import dev.idempotency.outbox.OutboxEvent;
 import dev.idempotency.test.TestConsumer;
 import dev.idempotency.test.TestInfrastructure;
+import dev.idempotency.test.TestProxy;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.config.TopicConfig;
@@ -158,15 +159,22 @@ class OutboxReplicationRelayIntegrationTests {
 		}
 	}
 
+	/**
+	 * A broker the relay cannot reach (here: its bootstrap address refuses connections)
+	 * stops the reading: no event is parked or counted as failed, and the events behind
+	 * wait in the WAL until the broker is back.
+	 */
 	@Test
-	void aMissingTopicStopsTheStreamWithoutDeadEventsUntilItExists() {
+	void aBrokerOutageStopsTheStreamWithoutDeadEventsUntilItEnds() {
 		String name = slot("reploutage");
-		String topic = "it-repl-outage-" + UUID.randomUUID();
+		String topic = topic();
 		String other = topic();
 		Map<String, String> published = new ConcurrentHashMap<>();
-		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
-				OutboxFixtures.withQuickFailingSends("idempotency.outbox.max-attempts=1",
-						"idempotency.outbox.initial-backoff=200ms", "idempotency.outbox.max-backoff=500ms"));
+		try (TestProxy broker = brokerCut();
+				ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+						OutboxFixtures.withQuickFailingSends("idempotency.outbox.max-attempts=1",
+								"idempotency.outbox.initial-backoff=200ms", "idempotency.outbox.max-backoff=500ms",
+								"spring.kafka.producer.bootstrap-servers=127.0.0.1:" + broker.port()));
 				TestConsumer consumer = new TestConsumer(topic); TestConsumer otherConsumer = new TestConsumer(other)) {
 			for (int i = 0; i < 20; i++) {
 				String value = "key-" + (i % 2) + ":" + i;
@@ -175,12 +183,12 @@ class OutboxReplicationRelayIntegrationTests {
 			// an event behind them in the stream waits too: the stream is not read on
 			UUID behind = OutboxFixtures.publish(context, other, "other", "other:0");
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			// several attempts fail (the broker has no such topic: as when it is away)
-			OutboxFixtures.sleep(Duration.ofSeconds(3));
-			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD'",
-					Integer.class)).isZero();
+			// several attempts fail, and the cluster does not answer whether the topic exists
+			OutboxFixtures.sleep(Duration.ofSeconds(4));
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD' "
+					+ "OR last_error IS NOT NULL", Integer.class)).isZero();
 			assertThat(OutboxFixtures.status(jdbc, name + "_outbox", behind)).isEqualTo("PENDING");
-			TestInfrastructure.createTopic(topic, 2);
+			broker.restore();
 			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
 					(received) -> received.stream().map(ConsumerRecord::value).distinct().count() >= published.size(),
 					Duration.ofSeconds(60));
@@ -190,15 +198,75 @@ class OutboxReplicationRelayIntegrationTests {
 		}
 	}
 
+	/**
+	 * A topic the cluster says it does not have is no outage: its events are parked in the
+	 * table (the later events of their keys behind them), each look at the table counts
+	 * an attempt until they are {@code DEAD}, and the stream goes on with the other topics
+	 * (held, it would keep every other event and the WAL behind it). Once the topic exists,
+	 * re-queued events are published in order per key.
+	 */
 	@Test
-	void eventsWrittenBeforeTheSlotExistedWaitOutAMissingTopicWithoutDying() {
-		String name = slot("replbacklogoutage");
-		String topic = "it-repl-backlog-outage-" + UUID.randomUUID();
+	void aTopicTheClusterDoesNotHaveIsParkedAndTheStreamGoesOnWithTheOthers() {
+		String name = slot("replmissing");
+		String topic = "it-repl-missing-" + UUID.randomUUID();
+		String other = topic();
 		Map<String, String> published = new ConcurrentHashMap<>();
 		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
-				OutboxFixtures.withQuickFailingSends("idempotency.outbox.auto-startup=false",
-						"idempotency.outbox.max-attempts=1", "idempotency.outbox.initial-backoff=200ms",
-						"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms"));
+				OutboxFixtures.withQuickFailingSends("idempotency.outbox.max-attempts=3",
+						"idempotency.outbox.initial-backoff=200ms", "idempotency.outbox.max-backoff=500ms",
+						"idempotency.outbox.poll-interval=200ms"));
+				TestConsumer consumer = new TestConsumer(topic); TestConsumer otherConsumer = new TestConsumer(other)) {
+			for (int i = 0; i < 20; i++) {
+				String value = "key-" + (i % 2) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 2), value).toString());
+			}
+			// the stream goes on past them
+			OutboxFixtures.publish(context, other, "other", "other:0");
+			assertThat(otherConsumer.receive(1, Duration.ofSeconds(30))).extracting(ConsumerRecord::value)
+				.contains("other:0");
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			String table = name + "_outbox";
+			// the first event of each key dies of its attempts, the others wait behind it
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + table + " WHERE status = 'DEAD'",
+						Integer.class) == 2);
+			assertThat(jdbc.queryForList("SELECT attempts FROM " + table + " WHERE status = 'DEAD'", Integer.class))
+				.containsOnly(3);
+			assertThat(jdbc.queryForObject("SELECT min(last_error) FROM " + table + " WHERE status = 'DEAD'",
+					String.class)).contains(topic).contains("does not exist");
+			// later events of those keys, from the stream, are held back behind them
+			for (int i = 20; i < 24; i++) {
+				String value = "key-" + (i % 2) + ":" + i;
+				published.put(value, OutboxFixtures.publish(context, topic, "key-" + (i % 2), value).toString());
+			}
+			OutboxFixtures.publish(context, other, "other", "other:1");
+			assertThat(otherConsumer.receive(2, Duration.ofSeconds(30))).extracting(ConsumerRecord::value)
+				.contains("other:1");
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + table + " WHERE status = 'PENDING' "
+						+ "AND last_error IS NOT NULL", Integer.class) == 22);
+			TestInfrastructure.createTopic(topic, 2);
+			assertThat(context.getBean(OutboxDeadLetters.class).requeueAll()).isEqualTo(2);
+			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
+					(received) -> received.stream().map(ConsumerRecord::value).distinct().count() >= published.size(),
+					Duration.ofSeconds(60));
+			assertThat(ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published)).isZero();
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + table, Integer.class) == 0);
+		}
+	}
+
+	@Test
+	void eventsWrittenBeforeTheSlotExistedWaitOutABrokerOutageWithoutDying() {
+		String name = slot("replbacklogoutage");
+		String topic = topic();
+		Map<String, String> published = new ConcurrentHashMap<>();
+		try (TestProxy broker = brokerCut();
+				ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+						OutboxFixtures.withQuickFailingSends("idempotency.outbox.auto-startup=false",
+								"idempotency.outbox.max-attempts=1", "idempotency.outbox.initial-backoff=200ms",
+								"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms",
+								"spring.kafka.producer.bootstrap-servers=127.0.0.1:" + broker.port()));
 				TestConsumer consumer = new TestConsumer(topic)) {
 			for (int i = 0; i < 10; i++) {
 				String value = "key-" + (i % 2) + ":" + i;
@@ -208,15 +276,42 @@ class OutboxReplicationRelayIntegrationTests {
 			relay.start();
 			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
 			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
-			// several attempts fail (the broker has no such topic: as when it is away)
-			OutboxFixtures.sleep(Duration.ofSeconds(3));
+			// several attempts fail, and the cluster does not answer whether the topic exists
+			OutboxFixtures.sleep(Duration.ofSeconds(4));
 			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD'",
 					Integer.class)).isZero();
-			TestInfrastructure.createTopic(topic, 2);
+			broker.restore();
 			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
 					(received) -> received.stream().map(ConsumerRecord::value).distinct().count() >= published.size(),
 					Duration.ofSeconds(60));
 			ReplicationFixtures.assertEveryEventOncePerKeyInOrder(records, published);
+		}
+	}
+
+	@Test
+	void eventsWrittenBeforeTheSlotExistedForATopicTheClusterDoesNotHaveDieOfTheirAttempts() {
+		String name = slot("replbacklogmissing");
+		String topic = "it-repl-backlog-missing-" + UUID.randomUUID();
+		String other = topic();
+		try (ConfigurableApplicationContext context = ReplicationFixtures.run(name,
+				OutboxFixtures.withQuickFailingSends("idempotency.outbox.auto-startup=false",
+						"idempotency.outbox.max-attempts=2", "idempotency.outbox.initial-backoff=200ms",
+						"idempotency.outbox.max-backoff=500ms", "idempotency.outbox.poll-interval=200ms"));
+				TestConsumer otherConsumer = new TestConsumer(other)) {
+			for (int i = 0; i < 4; i++) {
+				OutboxFixtures.publish(context, topic, "key-" + (i % 2), "key-" + (i % 2) + ":" + i);
+			}
+			OutboxReplicationRelay relay = context.getBean(OutboxReplicationRelay.class);
+			relay.start();
+			await().atMost(Duration.ofSeconds(30)).until(relay::isActive);
+			OutboxFixtures.publish(context, other, "other", "other:0");
+			assertThat(otherConsumer.receive(1, Duration.ofSeconds(30))).extracting(ConsumerRecord::value)
+				.contains("other:0");
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			await().atMost(Duration.ofSeconds(30))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox WHERE status = 'DEAD'",
+						Integer.class) == 2);
+			assertThat(jdbc.queryForObject("SELECT count(*) FROM " + name + "_outbox", Integer.class)).isEqualTo(4);
 		}
 	}
 
@@ -419,6 +514,14 @@ class OutboxReplicationRelayIntegrationTests {
 	private String slot(String name) {
 		this.slots.add(name);
 		return name;
+	}
+
+	// a proxy in front of the broker that refuses connections until restored
+	private static TestProxy brokerCut() {
+		String[] address = TestInfrastructure.kafkaBootstrapServers().split(",")[0].split(":");
+		TestProxy proxy = new TestProxy(address[0], Integer.parseInt(address[1]));
+		proxy.cut();
+		return proxy;
 	}
 
 	private static String topic() {
