@@ -2,6 +2,7 @@ package dev.idempotency.internal.outbox;
 
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -34,8 +35,10 @@ final class OutboxParking {
 	private static final String PARK = """
 			UPDATE %1$s SET status = CASE WHEN parked.dead THEN 'DEAD' ELSE 'PENDING' END,
 			    attempts = parked.attempts, last_error = parked.error,
-			    next_attempt_at = '-infinity'
-			FROM unnest(?::bigint[], ?::text[], ?::int[], ?::boolean[]) AS parked (id, error, attempts, dead)
+			    next_attempt_at = CASE WHEN parked.delay_seconds > 0
+			        THEN now() + make_interval(secs => parked.delay_seconds) ELSE '-infinity' END
+			FROM unnest(?::bigint[], ?::text[], ?::int[], ?::boolean[], ?::float8[])
+			    AS parked (id, error, attempts, dead, delay_seconds)
 			WHERE %1$s.id = parked.id AND %1$s.status = 'PENDING'
 			""";
 
@@ -138,6 +141,8 @@ final class OutboxParking {
 			statement.setArray(2, connection.createArrayOf("text", events.stream().map(Parked::error).toArray()));
 			statement.setArray(3, connection.createArrayOf("int4", events.stream().map(Parked::attempts).toArray()));
 			statement.setArray(4, connection.createArrayOf("bool", events.stream().map(Parked::dead).toArray()));
+			statement.setArray(5, connection.createArrayOf("float8",
+					events.stream().map((event) -> event.delay().toMillis() / 1000.0).toArray()));
 			return statement;
 		});
 	}
@@ -234,8 +239,14 @@ final class OutboxParking {
 	 * @param error why it is parked
 	 * @param attempts the attempts made
 	 * @param dead whether it is dead, or held back behind an earlier event of its key
+	 * @param delay how long before it is sent from the table; zero for at once
 	 */
-	record Parked(long id, String error, int attempts, boolean dead) {
+	record Parked(long id, String error, int attempts, boolean dead, Duration delay) {
+
+		Parked(long id, String error, int attempts, boolean dead) {
+			this(id, error, attempts, dead, Duration.ZERO);
+		}
+
 	}
 
 }

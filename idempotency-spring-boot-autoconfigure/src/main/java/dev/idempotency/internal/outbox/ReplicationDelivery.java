@@ -37,9 +37,6 @@ final class ReplicationDelivery {
 
 	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
 
-	/** How long the cluster has to answer whether topics exist. */
-	private static final Duration TOPIC_CHECK_TIMEOUT = Duration.ofSeconds(5);
-
 	private final OutboxRepository repository;
 
 	private final OutboxParking parking;
@@ -67,7 +64,7 @@ final class ReplicationDelivery {
 		this.settings = settings;
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
-		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties(), TOPIC_CHECK_TIMEOUT);
+		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties());
 	}
 
 	/**
@@ -104,7 +101,8 @@ final class ReplicationDelivery {
 	 * @throws IllegalStateException if the relay stopped while events were to be parked
 	 */
 	InFlight start(List<OutboxRecord> batch, Set<Integer> transactions, Pause pause) {
-		Set<String> missing = this.topics.foundMissing(TopicCheck.topics(batch));
+		Set<String> missing = this.topics.anyFoundMissing()
+				? this.topics.foundMissing(TopicCheck.topics(batch), pause) : Set.of();
 		if ((this.anyParked || !missing.isEmpty()) && !this.visibility.await(transactions, pause)) {
 			// events may be parked below: their rows must be visible first
 			throw new IllegalStateException("The relay stopped");
@@ -144,6 +142,7 @@ final class ReplicationDelivery {
 				Set<String> missing = this.topics.missing(transientTopics(remaining, outcome), pause);
 				List<OutboxRecord> retry = new ArrayList<>();
 				Set<String> retryKeys = new HashSet<>();
+				Set<String> parkedTopics = new HashSet<>();
 				List<Parked> parked = new ArrayList<>();
 				for (OutboxRecord event : remaining) {
 					Failure failure = outcome.failed.get(event.id());
@@ -156,10 +155,12 @@ final class ReplicationDelivery {
 								attempts.getOrDefault(event.id(), 0), false));
 						continue;
 					}
-					// (the first of its key still to be sent: an earlier one waits for a retry)
-					boolean topicMissing = missing.contains(event.topic()) && (key == null || !retryKeys.contains(key));
-					boolean counts = topicMissing
-							|| (failure.attempted() && !outcome.transientFailures.contains(event.id()));
+					boolean ownFailure = failure.attempted() && !outcome.transientFailures.contains(event.id());
+					// (not failed for its own reason, and the first of its key still to be
+					// sent: an earlier one may wait for a retry)
+					boolean topicMissing = !ownFailure && missing.contains(event.topic())
+							&& (key == null || !retryKeys.contains(key));
+					boolean counts = topicMissing || ownFailure;
 					int attempt = attempts.merge(event.id(), counts ? 1 : 0, Integer::sum);
 					String error = topicMissing ? TopicCheck.reason(event.topic()) : failure.error();
 					if (counts && attempt >= this.settings.maxAttempts()) {
@@ -169,8 +170,9 @@ final class ReplicationDelivery {
 						}
 					}
 					else if (topicMissing) {
-						// its attempts go on from the table; the stream, past it
-						parked.add(new Parked(event.id(), error, attempt, false));
+						// its attempts go on from the table, after its backoff; the stream, past it
+						parked.add(new Parked(event.id(), error, attempt, false, failure.delay()));
+						parkedTopics.add(event.topic());
 						if (key != null) {
 							parkedKeys.put(key, "an earlier event of its key is parked");
 						}
@@ -182,8 +184,8 @@ final class ReplicationDelivery {
 						}
 					}
 				}
-				if (!missing.isEmpty()) {
-					logger.warn("The Kafka cluster has no topic " + String.join(", ", missing) + ": their outbox "
+				if (!parkedTopics.isEmpty()) {
+					logger.warn("The Kafka cluster has no topic " + String.join(", ", parkedTopics) + ": their outbox "
 							+ "events are parked in the table and sent from it once it exists (DEAD after "
 							+ this.settings.maxAttempts() + " attempts); the stream goes on with the other events");
 				}
@@ -286,8 +288,9 @@ final class ReplicationDelivery {
 		}
 		if (!failures.isEmpty()) {
 			List<Long> dead = this.parking.fail(failures, this.settings.maxAttempts());
-			logger.warn(failures.size() + " of " + due.size() + " parked outbox events were not sent and will "
-					+ "be retried after their backoff; first error: " + failures.values().iterator().next().error());
+			logger.warn(failures.size() + " of " + due.size() + " parked outbox events were not sent; "
+					+ (failures.size() - dead.size()) + " will be retried after their backoff; first error: "
+					+ failures.values().iterator().next().error());
 			if (!dead.isEmpty()) {
 				deadReport(dead.size());
 			}

@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -29,7 +30,9 @@ import org.jspecify.annotations.Nullable;
  * missing topic instead. A topic counts as missing only when the cluster says so
  * ({@code UnknownTopicOrPartitionException}, or a name it refuses); a cluster that does
  * not answer in time, or may not be asked, leaves the relay treating the failure as an
- * outage, as before. Used by the relay's stream thread only.
+ * outage, as before. It has as long to answer as a send has to find a topic's metadata
+ * ({@code max.block.ms}), at most 5 s. A topic found missing is taken as missing for a
+ * second, then asked about again. Used by the relay's stream thread only.
  */
 final class TopicCheck implements AutoCloseable {
 
@@ -37,22 +40,31 @@ final class TopicCheck implements AutoCloseable {
 
 	private static final Duration STEP = Duration.ofMillis(50);
 
+	private static final Duration LONGEST_TIMEOUT = Duration.ofSeconds(5);
+
+	/** How long a topic found missing is taken as missing without asking again. */
+	private static final long FRESH_NANOS = Duration.ofSeconds(1).toNanos();
+
+	private static final long WARN_EVERY_NANOS = Duration.ofMinutes(1).toNanos();
+
 	private final Map<String, Object> configs;
 
 	private final Duration timeout;
 
-	/** The topics found missing at their last check. */
-	private final Set<String> missing = new HashSet<>();
+	/** The topics found missing, and when. */
+	private final Map<String, Long> missing = new HashMap<>();
 
-	private Admin admin;
+	private @Nullable Admin admin;
+
+	private long warnedAt = System.nanoTime() - WARN_EVERY_NANOS;
 
 	/**
 	 * Create a check that asks the cluster of the given producer configuration.
 	 * @param producerConfigs the relay's producer configuration: its bootstrap servers,
-	 * security and the other settings an admin client shares with it are used
-	 * @param timeout how long the cluster has to answer
+	 * security and the other settings an admin client shares with it are used, and its
+	 * {@code max.block.ms} bounds the wait for an answer
 	 */
-	TopicCheck(Map<String, Object> producerConfigs, Duration timeout) {
+	TopicCheck(Map<String, Object> producerConfigs) {
 		Map<String, Object> configs = new HashMap<>();
 		Set<String> names = AdminClientConfig.configNames();
 		producerConfigs.forEach((name, value) -> {
@@ -61,7 +73,17 @@ final class TopicCheck implements AutoCloseable {
 			}
 		});
 		this.configs = configs;
-		this.timeout = timeout;
+		this.timeout = timeout(producerConfigs.get(ProducerConfig.MAX_BLOCK_MS_CONFIG));
+	}
+
+	private static Duration timeout(@Nullable Object maxBlock) {
+		try {
+			long millis = (maxBlock != null) ? Long.parseLong(maxBlock.toString().trim()) : Long.MAX_VALUE;
+			return (millis > 0 && millis < LONGEST_TIMEOUT.toMillis()) ? Duration.ofMillis(millis) : LONGEST_TIMEOUT;
+		}
+		catch (NumberFormatException ex) {
+			return LONGEST_TIMEOUT;
+		}
 	}
 
 	/**
@@ -81,7 +103,7 @@ final class TopicCheck implements AutoCloseable {
 				.topicNameValues();
 		}
 		catch (RuntimeException ex) {
-			logger.debug("Could not ask the Kafka cluster whether topics " + topics + " exist", ex);
+			unanswered(topics, ex.toString());
 			return Set.of();
 		}
 		long deadline = System.nanoTime() + this.timeout.toNanos();
@@ -91,6 +113,7 @@ final class TopicCheck implements AutoCloseable {
 			}
 		}
 		Set<String> found = new HashSet<>();
+		Set<String> unanswered = new HashSet<>();
 		answers.forEach((topic, answer) -> {
 			Boolean exists = exists(answer);
 			if (Boolean.TRUE.equals(exists)) {
@@ -98,46 +121,78 @@ final class TopicCheck implements AutoCloseable {
 			}
 			else if (Boolean.FALSE.equals(exists)) {
 				found.add(topic);
-				this.missing.add(topic);
+				this.missing.put(topic, System.nanoTime());
+			}
+			else {
+				// the sends will tell
+				this.missing.remove(topic);
+				unanswered.add(topic);
 			}
 		});
+		if (!unanswered.isEmpty()) {
+			unanswered(unanswered, "no answer within " + this.timeout);
+		}
 		return found;
 	}
 
 	/**
-	 * Return those of the given topics found missing at their last check.
+	 * Return whether any topic was found missing, and not found since.
+	 * @return whether one was
+	 */
+	boolean anyFoundMissing() {
+		return !this.missing.isEmpty();
+	}
+
+	/**
+	 * Return those of the given topics that are missing: found so within the last second,
+	 * or, when found so earlier, still so when the cluster is asked again.
 	 * @param topics the topics
+	 * @param pause waits while the cluster answers
 	 * @return the missing ones
 	 */
-	Set<String> foundMissing(Collection<String> topics) {
+	Set<String> foundMissing(Collection<String> topics, Pause pause) {
 		if (this.missing.isEmpty()) {
 			return Set.of();
 		}
-		Set<String> found = new HashSet<>(topics);
-		found.retainAll(this.missing);
+		Set<String> found = new HashSet<>();
+		Set<String> stale = new HashSet<>();
+		long now = System.nanoTime();
+		for (String topic : topics) {
+			Long foundAt = this.missing.get(topic);
+			if (foundAt != null) {
+				((now - foundAt < FRESH_NANOS) ? found : stale).add(topic);
+			}
+		}
+		if (!stale.isEmpty()) {
+			found.addAll(missing(stale, pause));
+		}
 		return found;
 	}
 
 	/**
-	 * Ask the cluster again about those of the given topics found missing at their last
-	 * check.
+	 * Ask the cluster again about those of the given topics found missing before.
 	 * @param topics the topics
 	 * @param pause waits while the cluster answers
 	 * @return those still missing; none when the cluster did not answer
 	 */
 	Set<String> stillMissing(Collection<String> topics, Pause pause) {
-		Set<String> known = foundMissing(topics);
-		if (known.isEmpty()) {
-			return known;
+		if (this.missing.isEmpty()) {
+			return Set.of();
 		}
-		Set<String> found = missing(known, pause);
-		// a cluster that did not answer: the sends will tell
-		known.forEach((topic) -> {
-			if (!found.contains(topic)) {
-				this.missing.remove(topic);
-			}
-		});
-		return found;
+		Set<String> known = new HashSet<>(topics);
+		known.retainAll(this.missing.keySet());
+		return missing(known, pause);
+	}
+
+	// a cluster that cannot tell leaves the relay holding the stream for the topics'
+	// events, as for an outage: said at WARN now and then
+	private void unanswered(Collection<String> topics, String why) {
+		long now = System.nanoTime();
+		if (now - this.warnedAt >= WARN_EVERY_NANOS) {
+			this.warnedAt = now;
+			logger.warn("Could not ask the Kafka cluster whether topics " + topics + " exist (" + why + "); sends "
+					+ "that fail for them are taken as an outage, and the stream waits");
+		}
 	}
 
 	/**
@@ -171,10 +226,12 @@ final class TopicCheck implements AutoCloseable {
 	}
 
 	private Admin admin() {
-		if (this.admin == null) {
-			this.admin = Admin.create(this.configs);
+		Admin admin = this.admin;
+		if (admin == null) {
+			admin = Admin.create(this.configs);
+			this.admin = admin;
 		}
-		return this.admin;
+		return admin;
 	}
 
 	@Override
@@ -189,6 +246,9 @@ final class TopicCheck implements AutoCloseable {
 
 	// the topics of the given events
 	static Set<String> topics(List<OutboxRecord> events) {
+		if (events.isEmpty()) {
+			return Set.of();
+		}
 		Set<String> topics = new HashSet<>();
 		events.forEach((event) -> topics.add(event.topic()));
 		return topics;

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.idempotency.test.TestConsumer;
@@ -82,16 +83,31 @@ class OutboxReplicationFailoverIntegrationTests {
 		ConfigurableApplicationContext second = ReplicationFixtures.run(NAME);
 		try (TestConsumer consumer = new TestConsumer(topic)) {
 			await().atMost(Duration.ofSeconds(30)).until(() -> active(first) ^ active(second));
+			// both publish until the three connections were ended (publishers that stopped
+			// after a fixed count could finish before the third, which would then wait for
+			// events that never come)
+			AtomicBoolean stop = new AtomicBoolean();
 			CompletableFuture<Void> publishing = CompletableFuture.allOf(
-					CompletableFuture.runAsync(() -> publish(first, topic, 1500)),
-					CompletableFuture.runAsync(() -> publish(second, topic, 1500)));
-			// the server ends the streaming connection, as a crash of the reader or of its
-			// network would, three times while events flow
-			for (int i = 0; i < 3; i++) {
+					CompletableFuture.runAsync(() -> publishUntil(first, topic, stop)),
+					CompletableFuture.runAsync(() -> publishUntil(second, topic, stop)));
+			try {
+				// the server ends the streaming connection, as a crash of the reader or of
+				// its network would, three times while events flow
+				for (int i = 0; i < 3; i++) {
+					int before = this.published.size();
+					await().atMost(Duration.ofSeconds(60))
+						.until(() -> this.published.size() >= before + 300 || publishing.isDone());
+					assertThat(publishing).isNotDone();
+					Integer pid = awaitActivePid();
+					ReplicationFixtures.jdbc().queryForList("SELECT pg_terminate_backend(?)", Boolean.class, pid);
+				}
+				// and go on a moment after the third
 				int before = this.published.size();
-				await().atMost(Duration.ofSeconds(60)).until(() -> this.published.size() >= before + 300);
-				Integer pid = awaitActivePid();
-				ReplicationFixtures.jdbc().queryForList("SELECT pg_terminate_backend(?)", Boolean.class, pid);
+				await().atMost(Duration.ofSeconds(60))
+					.until(() -> this.published.size() >= before + 100 || publishing.isDone());
+			}
+			finally {
+				stop.set(true);
 			}
 			publishing.get();
 			List<ConsumerRecord<String, String>> records = consumer.receiveUntil(
@@ -105,6 +121,12 @@ class OutboxReplicationFailoverIntegrationTests {
 		finally {
 			first.close();
 			second.close();
+		}
+	}
+
+	private void publishUntil(ConfigurableApplicationContext context, String topic, AtomicBoolean stop) {
+		while (!stop.get()) {
+			publish(context, topic, 5);
 		}
 	}
 
