@@ -58,13 +58,17 @@ class OutboxOldestAgeIntegrationTests {
 		publishing.set(false);
 		publisher.join();
 		assertThat(published.get()).isGreaterThan(100);
-		// No event waited longer than the latency timer's maximum: the gauge may add at most
-		// one relay cycle to it, not seconds.
+		// No event waited longer than the latency timer's maximum: the gauge, which ages the
+		// last read until the next, one relay cycle later, may add at most one cycle to it.
+		// A cycle takes no longer than the latency of an event that waited for it (on a
+		// loaded machine, seconds; on a quiet one, milliseconds), so the gauge stays within
+		// twice the latency's maximum, with a little room; a gauge read from the snapshots
+		// of the whole table, 10 s apart, would not.
 		Timer latency = registry().get("idempotency.outbox.latency").tag("topic", topic).timer();
 		assertThat(highest)
 			.as("highest age read; latency max %.0f ms, mean %.1f ms", latency.max(TimeUnit.MILLISECONDS),
 					latency.mean(TimeUnit.MILLISECONDS))
-			.isLessThan(latency.max(TimeUnit.MILLISECONDS) + 500.0);
+			.isLessThan(2 * latency.max(TimeUnit.MILLISECONDS) + 500.0);
 		// and once everything has left, it reads 0
 		await().atMost(Duration.ofSeconds(10))
 			.untilAsserted(() -> assertThat(oldestAge.value(TimeUnit.MILLISECONDS)).isZero());
