@@ -305,25 +305,12 @@ final class ReplicationDelivery {
 		if (missing.isEmpty()) {
 			return due;
 		}
-		List<OutboxRecord> sendable = new ArrayList<>(due.size());
-		Set<String> blocked = new HashSet<>();
-		for (OutboxRecord event : due) {
-			if (event.key() != null && blocked.contains(event.key())) {
-				failures.put(event.id(), new Failure("Held back: an earlier event of its key is parked",
-						this.settings.initialBackoff(), false));
-			}
-			else if (missing.contains(event.topic())) {
-				failures.put(event.id(), this.sender.failure(event,
-						new UnknownTopicOrPartitionException(TopicCheck.reason(event.topic()))));
-				if (event.key() != null) {
-					blocked.add(event.key());
-				}
-			}
-			else {
-				sendable.add(event);
-			}
-		}
-		return sendable;
+		MissingTopicSplit split = MissingTopicSplit.of(due, missing);
+		split.missing.forEach((event) -> failures.put(event.id(),
+				this.sender.failure(event, new UnknownTopicOrPartitionException(TopicCheck.reason(event.topic())))));
+		split.heldBack.forEach((event) -> failures.put(event.id(),
+				new Failure("Held back: an earlier event of its key is parked", this.settings.initialBackoff(), false)));
+		return split.rest;
 	}
 
 	// the events of a batch already found to be of a missing topic are parked before any
@@ -332,25 +319,43 @@ final class ReplicationDelivery {
 		if (missing.isEmpty()) {
 			return batch;
 		}
-		List<OutboxRecord> remaining = new ArrayList<>(batch.size());
-		List<Parked> parked = new ArrayList<>();
-		Set<String> blocked = new HashSet<>();
-		for (OutboxRecord event : batch) {
-			if (event.key() != null && blocked.contains(event.key())) {
-				parked.add(new Parked(event.id(), "Held back: an earlier event of its key is parked", 0, false));
-			}
-			else if (missing.contains(event.topic())) {
-				parked.add(new Parked(event.id(), TopicCheck.reason(event.topic()), 0, false));
-				if (event.key() != null) {
-					blocked.add(event.key());
+		MissingTopicSplit split = MissingTopicSplit.of(batch, missing);
+		List<Parked> parked = new ArrayList<>(split.missing.size() + split.heldBack.size());
+		split.missing.forEach((event) -> parked.add(new Parked(event.id(), TopicCheck.reason(event.topic()), 0, false)));
+		split.heldBack.forEach((event) -> parked
+			.add(new Parked(event.id(), "Held back: an earlier event of its key is parked", 0, false)));
+		park(parked);
+		return split.rest;
+	}
+
+	/**
+	 * Events in id order split by missing topics: those of a missing topic that are the
+	 * first of their key (or have none), the later events of those keys, and the rest.
+	 */
+	private record MissingTopicSplit(List<OutboxRecord> missing, List<OutboxRecord> heldBack,
+			List<OutboxRecord> rest) {
+
+		static MissingTopicSplit of(List<OutboxRecord> events, Set<String> topics) {
+			MissingTopicSplit split = new MissingTopicSplit(new ArrayList<>(), new ArrayList<>(),
+					new ArrayList<>(events.size()));
+			Set<String> blocked = new HashSet<>();
+			for (OutboxRecord event : events) {
+				if (event.key() != null && blocked.contains(event.key())) {
+					split.heldBack.add(event);
+				}
+				else if (topics.contains(event.topic())) {
+					split.missing.add(event);
+					if (event.key() != null) {
+						blocked.add(event.key());
+					}
+				}
+				else {
+					split.rest.add(event);
 				}
 			}
-			else {
-				remaining.add(event);
-			}
+			return split;
 		}
-		park(parked);
-		return remaining;
+
 	}
 
 	// the topics of the events whose send failed for a reason of the broker or the network
