@@ -23,6 +23,7 @@ import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.core.NestedExceptionUtils;
@@ -319,6 +320,28 @@ final class OutboxBatchSender {
 		catch (RuntimeException ex) {
 			return CompletableFuture.failedFuture(ex);
 		}
+	}
+
+	/**
+	 * Take out of the given events those not to be sent because the Kafka cluster said it
+	 * does not have their topic (see {@link TopicCheck}): each fails as an attempt, without
+	 * a send, which would block for {@code max.block.ms}; the later events of its key wait
+	 * behind it, without an attempt.
+	 * @param events the events, in the order they are to be published
+	 * @param missing the topics the cluster does not have
+	 * @param failures receives why each event taken out is not sent
+	 * @return the events to send, in their order
+	 */
+	List<OutboxRecord> withoutTopics(List<OutboxRecord> events, Set<String> missing, Map<Long, Failure> failures) {
+		if (missing.isEmpty()) {
+			return events;
+		}
+		MissingTopicSplit split = MissingTopicSplit.of(events, missing);
+		split.missing().forEach((event) -> failures.put(event.id(),
+				failure(event, new UnknownTopicOrPartitionException(TopicCheck.reason(event.topic())))));
+		split.heldBack().forEach((event) -> failures.put(event.id(),
+				heldBack("an earlier event of its key is for a topic that does not exist", null)));
+		return split.rest();
 	}
 
 	/**

@@ -1,7 +1,14 @@
 package dev.idempotency.internal.outbox;
 
+import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
+import dev.idempotency.internal.outbox.OutboxRepository.Failure;
+import dev.idempotency.internal.outbox.ReplicationDelivery.Pause;
 import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -12,7 +19,9 @@ import org.springframework.kafka.core.KafkaTemplate;
 /**
  * Sends a claimed batch of outbox events (see {@link OutboxBatchSender}) and records
  * what happened to each event: completes the events sent, and records the failures of
- * the others, which back off or become {@code DEAD}.
+ * the others, which back off or become {@code DEAD}. The events of a topic the Kafka
+ * cluster said it does not have ({@link TopicCheck}, asked after sends failed for a reason
+ * of the broker) fail as an attempt without a send while it keeps saying so.
  */
 final class OutboxDelivery {
 
@@ -31,6 +40,8 @@ final class OutboxDelivery {
 
 	private final String owner;
 
+	private final TopicCheck topics;
+
 	OutboxDelivery(OutboxRepository repository, KafkaTemplate<String, byte[]> kafka, OutboxSettings settings,
 			OutboxMetrics metrics, String owner) {
 		this.repository = repository;
@@ -39,6 +50,7 @@ final class OutboxDelivery {
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
 		this.owner = owner;
+		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties());
 	}
 
 	/**
@@ -48,28 +60,38 @@ final class OutboxDelivery {
 	 * @param claimed the {@link System#nanoTime()} at which the claim ended
 	 */
 	void deliver(List<OutboxRecord> batch, long started, long claimed) {
-		OutboxBatchSender.Outcome outcome = this.sender.send(batch);
+		// Questions to the cluster wait for at most half the send timeout in all, so that the
+		// batch, sent within the send timeout, is recorded within its lease (at least twice
+		// the send timeout). The events of a topic it said it does not have are not sent:
+		// each send would block for max.block.ms, and the batch's other events with it.
+		Pause questions = budget(this.settings.sendTimeout().dividedBy(2));
+		Map<Long, Failure> unsent = new LinkedHashMap<>();
+		List<OutboxRecord> sendable = this.sender.withoutTopics(batch, knownMissing(batch, questions), unsent);
+		OutboxBatchSender.Outcome outcome = this.sender.send(sendable);
 		long acknowledged = System.nanoTime();
+		boolean sendsFailed = !outcome.failed.isEmpty();
+		Map<Long, Failure> failed = new LinkedHashMap<>(unsent);
+		failed.putAll(sendsFailed ? whyNotSent(sendable, outcome, questions) : Map.of());
 		List<Long> claims = claims(batch);
 		// without failures, the claim is given back with the completion, in one statement;
 		// with failures, once they are recorded
-		this.repository.complete(outcome.sent, outcome.failed.isEmpty() ? claims : List.of(), this.owner,
+		this.repository.complete(outcome.sent, failed.isEmpty() ? claims : List.of(), this.owner,
 				this.settings.deleteSent());
-		if (!outcome.failed.isEmpty()) {
-			logger.warn(outcome.failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
-					+ "retried after their backoff; first error: " + outcome.failed.values().iterator().next().error());
+		if (!failed.isEmpty()) {
+			logger.warn(failed.size() + " of " + batch.size() + " outbox events were not sent and will be "
+					+ "retried after their backoff; first error: " + failed.values().iterator().next().error());
+		}
+		if (sendsFailed && this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 			// Start the next attempt on a fresh producer, in case this one is in a state it
 			// cannot leave (a fatal error, a replaced cluster). Closed before the failures
 			// give the events back: a send that timed out here may still be in this
 			// producer's queue, and must not reach the broker after the next claimant
 			// sent the events behind it.
-			if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
-				producers.reset();
-			}
+			producers.reset();
 		}
 		List<Long> dead = List.of();
-		if (!outcome.failed.isEmpty()) {
-			dead = this.repository.fail(outcome.failed, claims, this.owner, this.settings.maxAttempts());
+		if (!failed.isEmpty()) {
+			dead = this.repository.fail(failed, claims, this.owner, this.settings.maxAttempts());
 		}
 		if (logger.isDebugEnabled()) {
 			long done = System.nanoTime();
@@ -81,6 +103,68 @@ final class OutboxDelivery {
 			logger.warn(dead.size() + " outbox events reached " + this.settings.maxAttempts()
 					+ " attempts and are DEAD; later events of their keys wait until they are re-queued");
 			this.metrics.stats(this.repository.stats());
+		}
+	}
+
+	// the topics of the batch that the cluster said it does not have, a second ago or now
+	private Set<String> knownMissing(List<OutboxRecord> batch, Pause questions) {
+		synchronized (this.topics) {
+			return this.topics.anyFoundMissing() ? this.topics.foundMissing(TopicCheck.topics(batch), questions)
+					: Set.of();
+		}
+	}
+
+	// Why the events not sent were not: a send to a missing topic fails as one to an absent
+	// broker does (no metadata within max.block.ms), so after such failures the cluster is
+	// asked, and its answer that a topic does not exist is said in the events' last error
+	// (each failed send counts as an attempt either way).
+	private Map<Long, Failure> whyNotSent(List<OutboxRecord> sent, OutboxBatchSender.Outcome outcome,
+			Pause questions) {
+		Set<String> asked = TopicCheck.transientTopics(sent, outcome);
+		Set<String> missing;
+		synchronized (this.topics) {
+			missing = asked.isEmpty() ? Set.of() : this.topics.missing(asked, questions);
+		}
+		if (missing.isEmpty()) {
+			return outcome.failed;
+		}
+		Map<Long, Failure> failed = new LinkedHashMap<>(outcome.failed);
+		for (OutboxRecord event : sent) {
+			Failure failure = failed.get(event.id());
+			if (failure != null && outcome.transientFailures.contains(event.id()) && missing.contains(event.topic())) {
+				failed.put(event.id(), new Failure(TopicCheck.reason(event.topic()), failure.delay(), true));
+			}
+		}
+		return failed;
+	}
+
+	// Waits for as long in all as it is given, over all its waits; an interrupt (the relay
+	// stopping) ends it too. Not thread-safe: one batch's.
+	private static Pause budget(Duration total) {
+		long[] left = { total.toNanos() };
+		return (duration) -> {
+			long wait = Math.min(duration.toNanos(), left[0]);
+			if (wait <= 0) {
+				return false;
+			}
+			left[0] -= wait;
+			try {
+				TimeUnit.NANOSECONDS.sleep(wait);
+				return true;
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return false;
+			}
+		};
+	}
+
+	/**
+	 * Close the admin client that asks the cluster about topics, if one was opened.
+	 */
+	void close() {
+		synchronized (this.topics) {
+			this.topics.close();
 		}
 	}
 

@@ -162,6 +162,7 @@ public final class OutboxRelay implements SmartLifecycle {
 			logger.warn("Could not release the outbox relay's leases; they expire after " + this.settings.lease()
 					+ ": " + ex);
 		}
+		this.delivery.close();
 		if (this.kafka.getProducerFactory() instanceof DefaultKafkaProducerFactory<?, ?> producers) {
 			producers.destroy();
 		}

@@ -17,7 +17,6 @@ import dev.idempotency.internal.outbox.OutboxRepository.Failure;
 import dev.idempotency.outbox.OutboxMetrics;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
@@ -139,7 +138,7 @@ final class ReplicationDelivery {
 				}
 				resetProducer();
 				// a send to a missing topic fails as one to an absent broker: the cluster tells
-				Set<String> missing = this.topics.missing(transientTopics(remaining, outcome), pause);
+				Set<String> missing = this.topics.missing(TopicCheck.transientTopics(remaining, outcome), pause);
 				List<OutboxRecord> retry = new ArrayList<>();
 				Set<String> retryKeys = new HashSet<>();
 				Set<String> parkedTopics = new HashSet<>();
@@ -261,7 +260,7 @@ final class ReplicationDelivery {
 		// the events of a topic still missing are not sent (the send would block for
 		// max.block.ms): each such look counts an attempt
 		Map<Long, Failure> failures = new LinkedHashMap<>();
-		List<OutboxRecord> sendable = withoutMissingTopics(due, this.topics.stillMissing(TopicCheck.topics(due), pause),
+		List<OutboxRecord> sendable = this.sender.withoutTopics(due, this.topics.stillMissing(TopicCheck.topics(due), pause),
 				failures);
 		OutboxBatchSender.Outcome outcome = this.sender.send(sendable);
 		this.repository.complete(outcome.sent, List.of(), "", this.settings.deleteSent());
@@ -269,7 +268,7 @@ final class ReplicationDelivery {
 			resetProducer();
 			// as for the stream: a broker or network failure is no attempt, no event dies of
 			// it, unless the cluster says that the topic does not exist
-			Set<String> missing = this.topics.missing(transientTopics(sendable, outcome), pause);
+			Set<String> missing = this.topics.missing(TopicCheck.transientTopics(sendable, outcome), pause);
 			for (OutboxRecord event : sendable) {
 				Failure failure = outcome.failed.get(event.id());
 				if (failure == null) {
@@ -298,21 +297,6 @@ final class ReplicationDelivery {
 		return due.size();
 	}
 
-	// the events to send of the due ones: those of a missing topic fail as an attempt, and
-	// the later events of their keys wait behind them
-	private List<OutboxRecord> withoutMissingTopics(List<OutboxRecord> due, Set<String> missing,
-			Map<Long, Failure> failures) {
-		if (missing.isEmpty()) {
-			return due;
-		}
-		MissingTopicSplit split = MissingTopicSplit.of(due, missing);
-		split.missing.forEach((event) -> failures.put(event.id(),
-				this.sender.failure(event, new UnknownTopicOrPartitionException(TopicCheck.reason(event.topic())))));
-		split.heldBack.forEach((event) -> failures.put(event.id(),
-				new Failure("Held back: an earlier event of its key is parked", this.settings.initialBackoff(), false)));
-		return split.rest;
-	}
-
 	// the events of a batch already found to be of a missing topic are parked before any
 	// send, with the later events of their keys; the others go on
 	private List<OutboxRecord> parkMissingTopics(List<OutboxRecord> batch, Set<String> missing) {
@@ -320,56 +304,12 @@ final class ReplicationDelivery {
 			return batch;
 		}
 		MissingTopicSplit split = MissingTopicSplit.of(batch, missing);
-		List<Parked> parked = new ArrayList<>(split.missing.size() + split.heldBack.size());
-		split.missing.forEach((event) -> parked.add(new Parked(event.id(), TopicCheck.reason(event.topic()), 0, false)));
-		split.heldBack.forEach((event) -> parked
+		List<Parked> parked = new ArrayList<>(split.missing().size() + split.heldBack().size());
+		split.missing().forEach((event) -> parked.add(new Parked(event.id(), TopicCheck.reason(event.topic()), 0, false)));
+		split.heldBack().forEach((event) -> parked
 			.add(new Parked(event.id(), "Held back: an earlier event of its key is parked", 0, false)));
 		park(parked);
-		return split.rest;
-	}
-
-	/**
-	 * Events in id order split by missing topics: those of a missing topic that are the
-	 * first of their key (or have none), the later events of those keys, and the rest.
-	 */
-	private record MissingTopicSplit(List<OutboxRecord> missing, List<OutboxRecord> heldBack,
-			List<OutboxRecord> rest) {
-
-		static MissingTopicSplit of(List<OutboxRecord> events, Set<String> topics) {
-			MissingTopicSplit split = new MissingTopicSplit(new ArrayList<>(), new ArrayList<>(),
-					new ArrayList<>(events.size()));
-			Set<String> blocked = new HashSet<>();
-			for (OutboxRecord event : events) {
-				if (event.key() != null && blocked.contains(event.key())) {
-					split.heldBack.add(event);
-				}
-				else if (topics.contains(event.topic())) {
-					split.missing.add(event);
-					if (event.key() != null) {
-						blocked.add(event.key());
-					}
-				}
-				else {
-					split.rest.add(event);
-				}
-			}
-			return split;
-		}
-
-	}
-
-	// the topics of the events whose send failed for a reason of the broker or the network
-	private static Set<String> transientTopics(List<OutboxRecord> events, OutboxBatchSender.Outcome outcome) {
-		if (outcome.transientFailures.isEmpty()) {
-			return Set.of();
-		}
-		Set<String> topics = new HashSet<>();
-		events.forEach((event) -> {
-			if (outcome.transientFailures.contains(event.id())) {
-				topics.add(event.topic());
-			}
-		});
-		return topics;
+		return split.rest();
 	}
 
 	/**

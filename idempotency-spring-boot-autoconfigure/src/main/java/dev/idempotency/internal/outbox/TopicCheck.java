@@ -27,12 +27,13 @@ import org.jspecify.annotations.Nullable;
  * producer's send to a missing topic fails as a send to an unreachable broker does (no
  * metadata before {@code max.block.ms}), and the replication relay holds the stream for
  * the latter; asked after such failures, the cluster's answer lets it park the events of a
- * missing topic instead. A topic counts as missing only when the cluster says so
+ * missing topic instead, and lets either relay fail the topic's next events without a send
+ * that would block for {@code max.block.ms}. A topic counts as missing only when the cluster says so
  * ({@code UnknownTopicOrPartitionException}, or a name it refuses); a cluster that does
  * not answer in time, or may not be asked, leaves the relay treating the failure as an
  * outage, as before. It has as long to answer as a send has to find a topic's metadata
  * ({@code max.block.ms}), at most 5 s. A topic found missing is taken as missing for a
- * second, then asked about again. Used by the relay's stream thread only.
+ * second, then asked about again. Not thread-safe: used by one relay thread at a time.
  */
 final class TopicCheck implements AutoCloseable {
 
@@ -251,6 +252,26 @@ final class TopicCheck implements AutoCloseable {
 		}
 		Set<String> topics = new HashSet<>();
 		events.forEach((event) -> topics.add(event.topic()));
+		return topics;
+	}
+
+	/**
+	 * Return the topics of the given events whose send failed for a reason of the broker
+	 * or the network, which a missing topic gives too: the topics to ask about.
+	 * @param events the events sent
+	 * @param outcome what happened to them
+	 * @return their topics
+	 */
+	static Set<String> transientTopics(List<OutboxRecord> events, OutboxBatchSender.Outcome outcome) {
+		if (outcome.transientFailures.isEmpty()) {
+			return Set.of();
+		}
+		Set<String> topics = new HashSet<>();
+		events.forEach((event) -> {
+			if (outcome.transientFailures.contains(event.id())) {
+				topics.add(event.topic());
+			}
+		});
 		return topics;
 	}
 

@@ -101,6 +101,64 @@ class OutboxRelayFailureIntegrationTests {
 		}
 	}
 
+	/**
+	 * A send to a topic the cluster does not have blocks for {@code max.block.ms} and fails
+	 * as one to an absent broker does. Each such attempt used to block the batch it was in,
+	 * and the other topics' events in it, for that long. The relay now asks the cluster
+	 * after such a failure: while it says the topic does not exist, the topic's events fail
+	 * as attempts without a send, and the other topics' events go out at once.
+	 */
+	@Test
+	void eventsOfATopicTheClusterDoesNotHaveFailWithoutASendAndHoldUpNoOtherTopic() {
+		String missing = "it-outbox-no-such-topic-" + UUID.randomUUID();
+		String present = "it-outbox-beside-a-missing-topic-" + UUID.randomUUID();
+		TestInfrastructure.createTopic(present, 1);
+		// a send timeout of 10 s: the relay's producer blocks for at most 5 s
+		try (ConfigurableApplicationContext context = OutboxFixtures.runRelay(OutboxFixtures.Writer.class,
+				"nosuchtopic", "idempotency.outbox.send-timeout=10s", "idempotency.outbox.lease=20s",
+				"idempotency.outbox.initial-backoff=100ms", "idempotency.outbox.max-backoff=200ms",
+				"idempotency.outbox.max-attempts=1000", "idempotency.outbox.poll-interval=100ms")) {
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			UUID stranded = OutboxFixtures.publish(context, missing, "stranded", "0");
+			// its first send blocked for max.block.ms, then failed
+			await().atMost(Duration.ofSeconds(20)).until(() -> attempts(jdbc, stranded) >= 1);
+			int attempts = attempts(jdbc, stranded);
+			long started = System.nanoTime();
+			for (int i = 0; i < 10; i++) {
+				OutboxFixtures.publish(context, present, "key-" + (i % 3), Integer.toString(i));
+				OutboxFixtures.sleep(Duration.ofMillis(100));
+			}
+			// sent well within one max.block.ms of the last: no batch waited for a send to
+			// the missing topic, due every 100-200 ms all along
+			await().atMost(Duration.ofSeconds(2))
+				.until(() -> jdbc.queryForObject("SELECT count(*) FROM nosuchtopic_outbox WHERE topic = ?", Integer.class,
+						present) == 0);
+			// an attempt every backoff, none of them blocking: three would have taken 15 s
+			await().atMost(Duration.ofSeconds(3)).until(() -> attempts(jdbc, stranded) >= attempts + 3);
+			assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(6));
+			assertThat(jdbc.queryForMap("SELECT status, last_error FROM nosuchtopic_outbox WHERE event_id = ?", stranded))
+				.containsEntry("status", "PENDING")
+				.hasEntrySatisfying("last_error", (error) -> assertThat(error.toString()).contains(missing)
+					.contains("does not exist"));
+			try (TestConsumer consumer = new TestConsumer(present)) {
+				List<ConsumerRecord<String, String>> records = consumer.receive(10, Duration.ofSeconds(30));
+				assertThat(records).hasSize(10);
+				OutboxFixtures.assertInOrderPerKey(records);
+			}
+			// created, the topic gets the event at its next attempt
+			TestInfrastructure.createTopic(missing, 1);
+			try (TestConsumer consumer = new TestConsumer(missing)) {
+				assertThat(consumer.receive(1, Duration.ofSeconds(30))).hasSize(1);
+			}
+		}
+	}
+
+	private static int attempts(JdbcTemplate jdbc, UUID event) {
+		Integer attempts = jdbc.queryForObject("SELECT attempts FROM nosuchtopic_outbox WHERE event_id = ?",
+				Integer.class, event);
+		return (attempts != null) ? attempts : 0;
+	}
+
 	@Test
 	void eventsOfARelayThatDiedHoldingTheirLeaseAreDeliveredByAnotherAndAppliedOnce() {
 		String topic = "it-outbox-failover";
