@@ -79,6 +79,17 @@ final class OutboxBatchSender {
 	}
 
 	/**
+	 * Send a batch and wait for its acknowledgments, up to the given deadline.
+	 * @param batch the events, in id order
+	 * @param deadline the {@link System#nanoTime()} after which no send starts and no
+	 * acknowledgment is awaited
+	 * @return what happened to each event
+	 */
+	Outcome send(List<OutboxRecord> batch, long deadline) {
+		return finish(begin(batch, deadline));
+	}
+
+	/**
 	 * Start sending a batch: its first wave (the first event of every key) goes to the
 	 * producer, and the send timeout starts. {@link #finish(Sending)} waits for it and
 	 * sends the other waves; meanwhile the caller may prepare the next batch, but must
@@ -87,8 +98,11 @@ final class OutboxBatchSender {
 	 * @return the batch being sent
 	 */
 	Sending begin(List<OutboxRecord> batch) {
-		Sending sending = new Sending(alone(waves(batch), this.timedOut), System.nanoTime() + this.settings.sendTimeout().toNanos(),
-				new Outcome(batch.size()));
+		return begin(batch, System.nanoTime() + this.settings.sendTimeout().toNanos());
+	}
+
+	private Sending begin(List<OutboxRecord> batch, long deadline) {
+		Sending sending = new Sending(alone(waves(batch), this.timedOut), deadline, new Outcome(batch.size()));
 		if (!sending.waves.isEmpty()) {
 			dispatch(sending, sending.waves.get(0));
 		}

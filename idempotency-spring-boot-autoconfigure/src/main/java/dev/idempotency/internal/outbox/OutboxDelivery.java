@@ -1,6 +1,5 @@
 package dev.idempotency.internal.outbox;
 
-import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,7 +49,7 @@ final class OutboxDelivery {
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
 		this.owner = owner;
-		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties());
+		this.topics = TopicCheck.of(kafka, logger);
 	}
 
 	/**
@@ -60,18 +59,19 @@ final class OutboxDelivery {
 	 * @param claimed the {@link System#nanoTime()} at which the claim ended
 	 */
 	void deliver(List<OutboxRecord> batch, long started, long claimed) {
-		// Questions to the cluster wait for at most half the send timeout in all, so that the
-		// batch, sent within the send timeout, is recorded within its lease (at least twice
-		// the send timeout). The events of a topic it said it does not have are not sent:
-		// each send would block for max.block.ms, and the batch's other events with it.
-		Pause questions = budget(this.settings.sendTimeout().dividedBy(2));
+		// The questions to the cluster share the send timeout with the sends: the batch
+		// ends within it, plus the max.block.ms a send started just before it may take, and
+		// is recorded within its lease (at least twice the send timeout), as without them.
+		// The events of a topic the cluster said it does not have are not sent: each send
+		// would block for max.block.ms, and the batch's other events with it.
+		long deadline = System.nanoTime() + this.settings.sendTimeout().toNanos();
 		Map<Long, Failure> unsent = new LinkedHashMap<>();
-		List<OutboxRecord> sendable = this.sender.withoutTopics(batch, knownMissing(batch, questions), unsent);
-		OutboxBatchSender.Outcome outcome = this.sender.send(sendable);
+		List<OutboxRecord> sendable = this.sender.withoutTopics(batch, knownMissing(batch, until(deadline)), unsent);
+		OutboxBatchSender.Outcome outcome = this.sender.send(sendable, deadline);
 		long acknowledged = System.nanoTime();
 		boolean sendsFailed = !outcome.failed.isEmpty();
 		Map<Long, Failure> failed = new LinkedHashMap<>(unsent);
-		failed.putAll(sendsFailed ? whyNotSent(sendable, outcome, questions) : Map.of());
+		failed.putAll(sendsFailed ? whyNotSent(sendable, outcome, deadline) : Map.of());
 		List<Long> claims = claims(batch);
 		// without failures, the claim is given back with the completion, in one statement;
 		// with failures, once they are recorded
@@ -108,23 +108,18 @@ final class OutboxDelivery {
 
 	// the topics of the batch that the cluster said it does not have, a second ago or now
 	private Set<String> knownMissing(List<OutboxRecord> batch, Pause questions) {
-		synchronized (this.topics) {
-			return this.topics.anyFoundMissing() ? this.topics.foundMissing(TopicCheck.topics(batch), questions)
-					: Set.of();
-		}
+		return this.topics.anyFoundMissing() ? this.topics.foundMissing(TopicCheck.topics(batch), questions) : Set.of();
 	}
 
 	// Why the events not sent were not: a send to a missing topic fails as one to an absent
 	// broker does (no metadata within max.block.ms), so after such failures the cluster is
 	// asked, and its answer that a topic does not exist is said in the events' last error
 	// (each failed send counts as an attempt either way).
-	private Map<Long, Failure> whyNotSent(List<OutboxRecord> sent, OutboxBatchSender.Outcome outcome,
-			Pause questions) {
+	private Map<Long, Failure> whyNotSent(List<OutboxRecord> sent, OutboxBatchSender.Outcome outcome, long deadline) {
 		Set<String> asked = TopicCheck.transientTopics(sent, outcome);
-		Set<String> missing;
-		synchronized (this.topics) {
-			missing = asked.isEmpty() ? Set.of() : this.topics.missing(asked, questions);
-		}
+		// none asked once the send timeout has passed: the next failure asks
+		Set<String> missing = (asked.isEmpty() || System.nanoTime() - deadline >= 0) ? Set.of()
+				: this.topics.missing(asked, until(deadline));
 		if (missing.isEmpty()) {
 			return outcome.failed;
 		}
@@ -138,16 +133,13 @@ final class OutboxDelivery {
 		return failed;
 	}
 
-	// Waits for as long in all as it is given, over all its waits; an interrupt (the relay
-	// stopping) ends it too. Not thread-safe: one batch's.
-	private static Pause budget(Duration total) {
-		long[] left = { total.toNanos() };
+	// waits until the deadline at most; an interrupt (the relay stopping) ends it too
+	private static Pause until(long deadline) {
 		return (duration) -> {
-			long wait = Math.min(duration.toNanos(), left[0]);
+			long wait = Math.min(duration.toNanos(), deadline - System.nanoTime());
 			if (wait <= 0) {
 				return false;
 			}
-			left[0] -= wait;
 			try {
 				TimeUnit.NANOSECONDS.sleep(wait);
 				return true;
@@ -163,9 +155,7 @@ final class OutboxDelivery {
 	 * Close the admin client that asks the cluster about topics, if one was opened.
 	 */
 	void close() {
-		synchronized (this.topics) {
-			this.topics.close();
-		}
+		this.topics.close();
 	}
 
 	/**

@@ -63,7 +63,7 @@ final class ReplicationDelivery {
 		this.settings = settings;
 		this.metrics = metrics;
 		this.sender = new OutboxBatchSender(kafka, settings, metrics);
-		this.topics = new TopicCheck(kafka.getProducerFactory().getConfigurationProperties());
+		this.topics = TopicCheck.of(kafka, logger);
 	}
 
 	/**
@@ -260,8 +260,8 @@ final class ReplicationDelivery {
 		// the events of a topic still missing are not sent (the send would block for
 		// max.block.ms): each such look counts an attempt
 		Map<Long, Failure> failures = new LinkedHashMap<>();
-		List<OutboxRecord> sendable = this.sender.withoutTopics(due, this.topics.stillMissing(TopicCheck.topics(due), pause),
-				failures);
+		List<OutboxRecord> sendable = this.sender.withoutTopics(due,
+				this.topics.stillMissing(TopicCheck.topics(due), pause), failures);
 		OutboxBatchSender.Outcome outcome = this.sender.send(sendable);
 		this.repository.complete(outcome.sent, List.of(), "", this.settings.deleteSent());
 		if (!outcome.failed.isEmpty()) {

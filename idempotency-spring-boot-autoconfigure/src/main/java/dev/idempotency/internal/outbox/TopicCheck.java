@@ -7,11 +7,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 
 import dev.idempotency.internal.outbox.ReplicationDelivery.Pause;
 import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
@@ -21,6 +21,8 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.jspecify.annotations.Nullable;
+
+import org.springframework.kafka.core.KafkaTemplate;
 
 /**
  * Tells a topic the Kafka cluster does not have from a cluster that does not answer. A
@@ -33,11 +35,9 @@ import org.jspecify.annotations.Nullable;
  * not answer in time, or may not be asked, leaves the relay treating the failure as an
  * outage, as before. It has as long to answer as a send has to find a topic's metadata
  * ({@code max.block.ms}), at most 5 s. A topic found missing is taken as missing for a
- * second, then asked about again. Not thread-safe: used by one relay thread at a time.
+ * second, then asked about again. Safe to use from several threads.
  */
 final class TopicCheck implements AutoCloseable {
-
-	private static final Log logger = LogFactory.getLog(OutboxReplicationRelay.class);
 
 	private static final Duration STEP = Duration.ofMillis(50);
 
@@ -52,20 +52,24 @@ final class TopicCheck implements AutoCloseable {
 
 	private final Duration timeout;
 
+	private final Log logger;
+
 	/** The topics found missing, and when. */
-	private final Map<String, Long> missing = new HashMap<>();
+	private final Map<String, Long> missing = new ConcurrentHashMap<>();
 
 	private @Nullable Admin admin;
 
-	private long warnedAt = System.nanoTime() - WARN_EVERY_NANOS;
+	private volatile long warnedAt = System.nanoTime() - WARN_EVERY_NANOS;
 
 	/**
 	 * Create a check that asks the cluster of the given producer configuration.
 	 * @param producerConfigs the relay's producer configuration: its bootstrap servers,
 	 * security and the other settings an admin client shares with it are used, and its
 	 * {@code max.block.ms} bounds the wait for an answer
+	 * @param logger the relay's log
 	 */
-	TopicCheck(Map<String, Object> producerConfigs) {
+	TopicCheck(Map<String, Object> producerConfigs, Log logger) {
+		this.logger = logger;
 		Map<String, Object> configs = new HashMap<>();
 		Set<String> names = AdminClientConfig.configNames();
 		producerConfigs.forEach((name, value) -> {
@@ -75,6 +79,26 @@ final class TopicCheck implements AutoCloseable {
 		});
 		this.configs = configs;
 		this.timeout = timeout(producerConfigs.get(ProducerConfig.MAX_BLOCK_MS_CONFIG));
+	}
+
+	/**
+	 * Create a check that asks the cluster the given template's producers send to.
+	 * @param kafka the relay's template
+	 * @param logger the relay's log
+	 * @return the check; one that never finds a topic missing when the template's producer
+	 * factory does not tell its configuration
+	 */
+	static TopicCheck of(KafkaTemplate<?, ?> kafka, Log logger) {
+		Map<String, Object> configs;
+		try {
+			configs = kafka.getProducerFactory().getConfigurationProperties();
+		}
+		catch (RuntimeException ex) {
+			// without a configuration the admin client cannot be created: every question
+			// goes unanswered, and the sends tell, as without the check
+			configs = Map.of();
+		}
+		return new TopicCheck((configs != null) ? configs : Map.of(), logger);
 	}
 
 	private static Duration timeout(@Nullable Object maxBlock) {
@@ -191,8 +215,8 @@ final class TopicCheck implements AutoCloseable {
 		long now = System.nanoTime();
 		if (now - this.warnedAt >= WARN_EVERY_NANOS) {
 			this.warnedAt = now;
-			logger.warn("Could not ask the Kafka cluster whether topics " + topics + " exist (" + why + "); sends "
-					+ "that fail for them are taken as an outage, and the stream waits");
+			this.logger.warn("Could not ask the Kafka cluster whether topics " + topics + " exist (" + why + "); "
+					+ "sends that fail for them are taken as an outage");
 		}
 	}
 
@@ -226,7 +250,7 @@ final class TopicCheck implements AutoCloseable {
 		}
 	}
 
-	private Admin admin() {
+	private synchronized Admin admin() {
 		Admin admin = this.admin;
 		if (admin == null) {
 			admin = Admin.create(this.configs);
@@ -236,7 +260,7 @@ final class TopicCheck implements AutoCloseable {
 	}
 
 	@Override
-	public void close() {
+	public synchronized void close() {
 		Admin admin = this.admin;
 		this.admin = null;
 		this.missing.clear();
